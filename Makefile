@@ -1,0 +1,87 @@
+# Felix — one entry point: deps, all, check, run, install, fuzz, formal, bench.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN     = -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
+CPPFLAGS = -Ilib/include -Ilib -D_GNU_SOURCE
+LDLIBS   = -lz -lpthread
+PREFIX  ?= /usr/local
+BUILD   ?= build
+SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+LIB_SRC  = $(wildcard lib/*.c)
+LIB_HDR  = $(wildcard lib/*.h lib/include/felix/*.h)
+INSPECT_SRC = $(wildcard felix-inspect/*.c)
+UNIT_SRC = $(wildcard tests/unit/test_*.c)
+UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
+
+.PHONY: all deps check unit bats fuzz fuzz-smoke formal bench install clean run
+
+all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+
+$(BUILD)/san/%.o: lib/%.c $(LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -c $< -o $@
+
+$(BUILD)/libfelix.a: $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
+	ar rcs $@ $^
+
+$(BUILD)/libfelix-san.a: $(patsubst lib/%.c,$(BUILD)/san/%.o,$(LIB_SRC))
+	ar rcs $@ $^
+
+$(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/libfelix.a
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(INSPECT_SRC) $(BUILD)/libfelix.a -lcjson $(LDLIBS) -o $@
+
+$(BUILD)/tools/felix-mkdata: tests/tools/felix-mkdata.c $(BUILD)/libfelix.a
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
+
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libfelix-san.a
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) $< $(BUILD)/libfelix-san.a -lcmocka $(LDLIBS) -o $@
+
+unit: $(UNIT_BIN)
+	@sh tests/run-unit.sh $(UNIT_BIN)
+
+bats: all
+	@sh tests/run-bats.sh
+
+fuzz-smoke:
+	@sh tests/fuzz/run.sh 5
+
+fuzz:
+	@sh tests/fuzz/run.sh $${FUZZ_SECONDS:-60}
+
+formal:
+	@bash docs/formal/run.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BIN)
+	@sh tests/run-all.sh
+
+bench: $(BUILD)/bench/log_bench
+	$(BUILD)/bench/log_bench
+
+$(BUILD)/bench/log_bench: bench/log_bench.c $(BUILD)/libfelix.a
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 $(BUILD)/felix-inspect $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 completions/felix-inspect.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/felix-inspect
+	install -m 644 completions/_felix-inspect $(DESTDIR)$(PREFIX)/share/zsh/site-functions/
+	install -m 644 completions/felix-inspect.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,172 @@
+/* cmd_summary.c — the one screen that answers "what is this directory?", and
+ * the ballot subcommand. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "felix/fileutil.h"
+#include "felix/survey.h"
+#include "inspect.h"
+
+static cJSON *ballot_json(const felix_shard_survey *s) {
+  if (!s->has_ballot) return cJSON_CreateNull();
+  const felix_ballot *b = &s->ballot;
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "copy_id", b->copy_id);
+  cJSON_AddStringToObject(j, "storage_id", b->storage_id);
+  cJSON_AddStringToObject(j, "stream_uuid", b->stream_uuid);
+  cJSON_AddNumberToObject(j, "generation", (double)b->generation);
+  cJSON_AddItemToObject(j, "leader", b->has_leader ? cJSON_CreateString(b->leader) : cJSON_CreateNull());
+  cJSON_AddItemToObject(j, "leader_copy_id", b->has_leader ? cJSON_CreateString(b->leader_copy_id) : cJSON_CreateNull());
+  cJSON_AddItemToObject(j, "leader_incarnation", b->has_leader ? cJSON_CreateString(b->leader_incarnation) : cJSON_CreateNull());
+  return j;
+}
+
+static cJSON *generations_json(const felix_shard_survey *s) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; s->has_generations && i < s->gens.count; i++) {
+    cJSON *x = cJSON_CreateObject();
+    cJSON_AddNumberToObject(x, "generation", (double)s->gens.items[i].generation);
+    cJSON_AddNumberToObject(x, "start_offset", (double)s->gens.items[i].start_offset);
+    cJSON_AddItemToArray(arr, x);
+  }
+  return arr;
+}
+
+static cJSON *shard_json(const felix_shard_survey *s) {
+  cJSON *j = cJSON_CreateObject();
+  char stream[256], uuid16[17];
+  uint32_t shard;
+  cJSON_AddStringToObject(j, "dir", s->name);
+  if (felix_shard_dir_parse(s->name, stream, sizeof stream, &shard, uuid16)) {
+    cJSON_AddStringToObject(j, "stream", stream);
+    cJSON_AddNumberToObject(j, "shard", shard);
+  }
+  cJSON_AddItemToObject(j, "ballot", ballot_json(s));
+  cJSON_AddItemToObject(j, "generations", generations_json(s));
+  cJSON_AddNumberToObject(j, "segments", (double)s->nsegs);
+  cJSON_AddNumberToObject(j, "start_offset", (double)s->start_offset);
+  cJSON_AddNumberToObject(j, "end_offset", (double)s->end_offset);
+  cJSON_AddNumberToObject(j, "records", (double)s->records);
+  cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
+  cJSON_AddItemToObject(j, "problems", inspect_problems_json(&s->problems));
+  return j;
+}
+
+static void print_generations(const felix_shard_survey *s) {
+  if (!s->has_generations) {
+    printf("    generations: (no file)\n");
+    return;
+  }
+  printf("    generations:");
+  for (size_t i = 0; i < s->gens.count; i++)
+    printf(" %" PRIu64 "@%" PRIu64, s->gens.items[i].generation, s->gens.items[i].start_offset);
+  printf("%s\n", s->gens.count ? "" : " (none)");
+}
+
+static void print_ballot(const felix_shard_survey *s) {
+  const felix_ballot *b = &s->ballot;
+  if (!s->has_ballot) {
+    printf("    ballot: (no file)\n");
+    return;
+  }
+  printf("    copy id %s (made under storage id %s), stream uuid %s\n", b->copy_id, b->storage_id, b->stream_uuid);
+  if (b->has_leader)
+    printf("    ballot: generation %" PRIu64 ", leader %s (copy %s, incarnation %s)\n", b->generation, b->leader,
+           b->leader_copy_id, b->leader_incarnation);
+  else
+    printf("    ballot: generation %" PRIu64 ", no leader\n", b->generation);
+}
+
+static void print_shard(const felix_shard_survey *s, const next_start *ns) {
+  printf("  %s\n", s->name);
+  print_ballot(s);
+  if (s->has_ballot && ns && ns->have_storage_id && strcmp(s->ballot.storage_id, ns->sid.hex) != 0)
+    printf("    note: the ballot's storage id differs from the directory's: the next start makes a new copy id\n");
+  print_generations(s);
+  printf("    %zu segment(s), offsets [%" PRIu64 ", %" PRIu64 "), %" PRIu64 " record(s), %" PRIu64 " bytes\n", s->nsegs,
+         s->start_offset, s->end_offset, s->records, s->bytes);
+  for (size_t i = 0; i < s->problems.count; i++)
+    printf("    PROBLEM %s: byte %" PRIu64 ": %s (%s): %s\n", s->problems.items[i].file, s->problems.items[i].position,
+           s->problems.items[i].kind, s->problems.items[i].repairable ? "repaired at next start" : "NOT repairable",
+           s->problems.items[i].detail);
+}
+
+static pid_t lock_holder(const char *dir) {
+  int fd;
+  if (felix_open_dir(AT_FDCWD, dir, &fd, NULL)) return 0;
+  pid_t p = felix_dir_lock_holder(fd);
+  close(fd);
+  return p;
+}
+
+int cmd_summary(const inspect_opts *o) {
+  const char *dir = o->args[0];
+  next_start ns;
+  felix_err err;
+  if (inspect_next_start(dir, &ns, &err))
+    return inspect_fail(&err, err.status == FELIX_E_CORRUPT ? "felix-inspect verify DATADIR lists every problem" : NULL);
+  char **names;
+  size_t n;
+  if (felix_list_shard_dirs(dir, &names, &n, &err)) return inspect_fail(&err, NULL);
+  pid_t holder = lock_holder(dir);
+  size_t problems = 0;
+  cJSON *j = o->json ? inspect_next_start_json(&ns) : NULL, *arr = NULL;
+  if (j) {
+    cJSON_AddItemToObject(j, "locked_by_pid", holder ? cJSON_CreateNumber(holder) : cJSON_CreateNull());
+    arr = cJSON_AddArrayToObject(j, "shards");
+  } else {
+    printf("data directory %s\n", dir);
+    inspect_next_start_print(&ns);
+    printf("lock:         %s", holder ? "held by a running broker, pid " : "not held");
+    if (holder) printf("%ld (what you see may change under you)", (long)holder);
+    printf("\nshards:       %zu\n", n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    char path[4200];
+    felix_shard_survey s;
+    snprintf(path, sizeof path, "%s/shards/%s", dir, names[i]);
+    if (felix_shard_survey_run(path, &s, &err)) {
+      if (!j) printf("  %s\n    PROBLEM: %s\n", names[i], err.msg);
+      problems++;
+      continue;
+    }
+    problems += s.problems.count;
+    if (j) cJSON_AddItemToArray(arr, shard_json(&s));
+    else print_shard(&s, &ns);
+    felix_shard_survey_free(&s);
+  }
+  felix_free_names(names, n);
+  if (j) {
+    cJSON_AddNumberToObject(j, "problem_count", (double)problems);
+    inspect_print_json(j);
+  } else {
+    printf("problems:     %zu%s\n", problems, problems ? " (felix-inspect verify shows each one)" : "");
+  }
+  return problems ? FELIX_EXIT_CORRUPT : FELIX_EXIT_OK;
+}
+
+int cmd_ballot(const inspect_opts *o) {
+  felix_shard_survey s;
+  felix_err err;
+  if (felix_shard_survey_run(o->args[0], &s, &err)) return inspect_fail(&err, NULL);
+  int rc = FELIX_EXIT_OK;
+  for (size_t i = 0; i < s.problems.count; i++)
+    if (!strcmp(s.problems.items[i].kind, "bad_ballot") || !strcmp(s.problems.items[i].kind, "bad_generations"))
+      rc = inspect_error(FELIX_EXIT_CORRUPT, NULL, "%s", s.problems.items[i].detail);
+  if (rc == FELIX_EXIT_OK && !s.has_ballot)
+    rc = inspect_error(FELIX_EXIT_NOT_FOUND, "a copy gets its ballot when its broker first takes the shard", "%s has no ballot file", o->args[0]);
+  if (rc == FELIX_EXIT_OK && o->json) {
+    cJSON *j = ballot_json(&s);
+    cJSON_AddItemToObject(j, "generations", generations_json(&s));
+    inspect_print_json(j);
+  } else if (rc == FELIX_EXIT_OK) {
+    print_ballot(&s);
+    print_generations(&s);
+  }
+  felix_shard_survey_free(&s);
+  return rc;
+}

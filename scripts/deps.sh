@@ -1,0 +1,15 @@
+#!/bin/sh
+# Installs the Debian packages of DESIGN.md §2 when any is missing; a no-op otherwise.
+set -eu
+PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "make deps: installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Runs every suite `make check` owns and prints one closing line summing them:
+# "N passed, N failed". Each suite prints "NAME: N passed, N failed" last.
+set -u
+log=$(mktemp)
+total_pass=0; total_fail=0; status=0
+run_suite() {
+  name=$1; shift
+  echo "== $name"
+  "$@" 2>&1 | tee "$log"
+  rc=$?
+  line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
+  p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
+  f=$(echo "$line" | sed -n 's/.*passed, \([0-9]*\) failed.*/\1/p')
+  if [ -z "$line" ]; then echo "$name: no summary line"; p=0; f=1; fi
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  [ "$f" -eq 0 ] || status=1
+}
+# `tee` hides the suite's exit code; failures are counted from its summary line.
+run_suite unit sh tests/run-unit.sh build/unit/test_*
+run_suite bats sh tests/run-bats.sh
+run_suite fuzz sh tests/fuzz/run.sh 5
+if [ -x docs/formal/run.sh ] || [ -f docs/formal/run.sh ]; then
+  run_suite formal bash docs/formal/run.sh
+fi
+rm -f "$log"
+echo "$total_pass passed, $total_fail failed"
+exit $status
