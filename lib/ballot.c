@@ -179,8 +179,12 @@ void felix_generations_free(felix_generations *g) {
 bool felix_shard_dir_name(char *out, size_t cap, const char *stream, uint32_t shard, const char *uuid) {
   char hex[17];
   size_t k = 0;
-  for (const char *p = uuid; *p && k < 16; p++)
-    if (*p != '-') hex[k++] = *p;
+  for (const char *p = uuid; *p && k < 16; p++) {
+    if (*p == '-') continue;
+    char c = (char)(*p >= 'A' && *p <= 'F' ? *p - 'A' + 'a' : *p);
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    hex[k++] = c;
+  }
   hex[k] = '\0';
   if (k < 16) return false;
   int n = snprintf(out, cap, "%s_%u-%s", stream, shard, hex);
@@ -195,18 +199,19 @@ bool felix_shard_dir_parse(const char *name, char *stream, size_t stream_cap, ui
     if (*p == '_') us = p;
   if (!us || us == name) return false;
   size_t digits = (size_t)(name + len - 17 - (us + 1));
-  if (digits == 0 || digits > 9) return false;
-  uint32_t v = 0;
+  if (digits == 0 || digits > 10) return false;
+  uint64_t v = 0;
   for (size_t i = 0; i < digits; i++) {
     char c = us[1 + i];
     if (c < '0' || c > '9') return false;
-    v = v * 10 + (uint32_t)(c - '0');
+    v = v * 10 + (uint64_t)(c - '0');
   }
+  if (v > UINT32_MAX) return false;
   size_t sl = (size_t)(us - name);
   if (sl >= stream_cap) return false;
   memcpy(stream, name, sl);
   stream[sl] = '\0';
-  *shard = v;
+  *shard = (uint32_t)v;
   memcpy(uuid16, name + len - 16, 17);
   return true;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -239,12 +240,14 @@ pid_t felix_dir_lock_holder(int dirfd) {
   char line[512];
   pid_t found = 0;
   while (!found && fgets(line, sizeof line, f)) {
-    /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF" */
-    char type[16], kind[16], mode[16], dev[64];
+    /* "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF": major and minor in hex */
+    char type[16], kind[16], mode[16];
     long pid;
+    unsigned maj, min;
     unsigned long long ino;
-    if (sscanf(line, "%*[^:]: %15s %15s %15s %ld %63[^:]:%*[^:]:%llu", type, kind, mode, &pid, dev, &ino) == 6 &&
-        strcmp(type, "FLOCK") == 0 && ino == (unsigned long long)sb.st_ino)
+    if (sscanf(line, "%*[^:]: %15s %15s %15s %ld %x:%x:%llu", type, kind, mode, &pid, &maj, &min, &ino) == 7 &&
+        strcmp(type, "FLOCK") == 0 && ino == (unsigned long long)sb.st_ino && maj == major(sb.st_dev) &&
+        min == minor(sb.st_dev))
       found = (pid_t)pid;
   }
   fclose(f);

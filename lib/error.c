@@ -43,6 +43,9 @@ const char *felix_status_name(felix_status status) {
   case FELIX_E_SYNC: return "sync failed";
   case FELIX_E_TRUNCATED: return "truncated";
   case FELIX_E_CLOSED: return "closed";
+  case FELIX_E_UNREACHABLE: return "unreachable";
+  case FELIX_E_UNAVAILABLE: return "unavailable";
+  case FELIX_E_REFUSED: return "refused";
   }
   return "unknown";
 }

@@ -73,7 +73,11 @@ void log_sync_round(felix_log *log) {
   log->trunc_floor_during_sync = UINT64_MAX;
   int fd = dup(log_active(log)->fd);
   pthread_mutex_unlock(&log->mu);
-  int rc = fd < 0 ? errno : log_sync_fd(log, fd);
+  /* A shard directory that was deleted under us is refused (§3.2): syncing
+   * files nobody can reach would vouch for nothing. */
+  struct stat dsb;
+  int rc = fstat(log->dirfd, &dsb) != 0 ? errno : dsb.st_nlink == 0 ? ENOENT : 0;
+  if (rc == 0) rc = fd < 0 ? errno : log_sync_fd(log, fd);
   if (fd >= 0) close(fd);
   pthread_mutex_lock(&log->mu);
   log->sync_in_flight = false;

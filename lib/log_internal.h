@@ -15,6 +15,10 @@ typedef struct log_seg {
   felix_idx_entry *entries;
   size_t n_entries, cap_entries;
   uint64_t last_entry_pos;
+  /* state as of the last successful write, restored when an append fails */
+  uint64_t flushed_next_offset;
+  size_t flushed_entries;
+  uint64_t flushed_last_entry_pos;
 } log_seg;
 
 struct felix_log {
@@ -53,6 +57,8 @@ felix_status log_seg_add_entry(log_seg *s, uint64_t offset, uint64_t position);
  * directory sync) and its index, and appends it to log->segs. */
 felix_status log_seg_create(felix_log *log, uint64_t base, felix_err *err);
 void log_seg_close(log_seg *s);
+/* Records s's state as written; an append that fails goes back to it. */
+void log_seg_mark_flushed(log_seg *s);
 void log_seg_name(const felix_log *log, const log_seg *s, const char *suffix, char *out, size_t cap);
 /* One sync of the active segment; called and returns with mu held. */
 void log_sync_round(felix_log *log);

@@ -54,6 +54,7 @@ static felix_status flush_wbuf(felix_log *log, wbuf *b, felix_err *err) {
   s->size += b->len;
   log->bytes_total += b->len;
   b->len = 0;
+  log_seg_mark_flushed(s);
   return FELIX_OK;
 }
 
@@ -73,10 +74,12 @@ static felix_status roll(felix_log *log, felix_err *err) {
     log->sync_error = rc;
     return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync sealed segment %020" PRIu64 ".log", log->shard, s->base);
   }
-  if (s->idx_fd >= 0) close(s->idx_fd);
+  /* the sealed segment's index is trusted at the next open: make it durable too */
+  if (s->idx_fd >= 0) (void)fdatasync(s->idx_fd), close(s->idx_fd);
   s->idx_fd = -1;
   felix_status st = log_seg_create(log, s->next_offset, err);
   if (st) log->sync_error = log->sync_error ? log->sync_error : EIO;
+  else log_seg_mark_flushed(log_active(log));
   return st;
 }
 
@@ -122,8 +125,16 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
     st = log->closing ? felix_fail(err, FELIX_E_CLOSED, "shard %s: log is closing", log->shard) : sticky_error(log, err);
   } else {
     wbuf b = {0};
+    log_seg_mark_flushed(log_active(log));
     st = append_locked(log, recs, n, &b, out, err);
     free(b.p);
+    if (st) { /* nothing unwritten may look written: back to the last write, and refuse from now on */
+      log_seg *s = log_active(log);
+      s->next_offset = s->flushed_next_offset;
+      s->n_entries = s->flushed_entries;
+      s->last_entry_pos = s->flushed_last_entry_pos;
+      if (!log->sync_error) log->sync_error = err && err->sys_errno ? err->sys_errno : EIO;
+    }
     out->seq = ++log->append_seq;
     out->trunc_epoch = log->ntrunc;
   }

@@ -154,6 +154,10 @@ static felix_status drop_segments_from(felix_log *log, uint64_t offset, bool *dr
     log_seg_close(s);
     log->nsegs--;
     *dropped = true;
+    /* each unlink durable before the next step, so a power cut midway leaves
+     * a prefix of the segments, never a gap */
+    if (fsync(log->dirfd) != 0)
+      return felix_fail_errno(err, FELIX_E_SYNC, errno, "shard %s: fsync directory %s", log->shard, log->path);
   }
   return FELIX_OK;
 }
@@ -181,7 +185,8 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
     felix_seg_format_name(iname, s->base, ".index");
     s->idx_fd = openat(log->dirfd, iname, O_RDWR | O_CLOEXEC);
   }
-  if (s->idx_fd >= 0) (void)!ftruncate(s->idx_fd, (off_t)(FELIX_IDX_HEADER_LEN + s->n_entries * FELIX_IDX_ENTRY_LEN));
+  if (s->idx_fd >= 0 && ftruncate(s->idx_fd, (off_t)(FELIX_IDX_HEADER_LEN + s->n_entries * FELIX_IDX_ENTRY_LEN)) == 0)
+    (void)fdatasync(s->idx_fd); /* no stale entry past the cut may survive a power cut */
   return FELIX_OK;
 }
 
@@ -214,8 +219,8 @@ felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err)
     st = record_truncation(log, offset, err);
     if (!st) st = drop_segments_from(log, offset, &dropped, err);
     if (!st) st = cut_active(log, offset, err);
-    if (!st && dropped && fsync(log->dirfd) != 0)
-      st = felix_fail_errno(err, FELIX_E_SYNC, errno, "shard %s: fsync directory %s", log->shard, log->path);
+    if (st) log->sync_error = log->sync_error ? log->sync_error : EIO;
+    (void)dropped;
     pthread_cond_broadcast(&log->cv);
   }
   pthread_mutex_unlock(&log->mu);

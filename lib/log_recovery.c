@@ -93,14 +93,11 @@ static bool load_index(felix_log *log, log_seg *s) {
 
 static felix_status scan(felix_log *log, log_seg *s, const char *path, const felix_scan_opts *o,
                          felix_seg_scan *out, felix_err *err) {
-  felix_status st = felix_seg_scan_fd(s->fd, path, o, out, err);
-  if (st == FELIX_OK && !out->has_problem && out->header.base_offset != s->base) {
-    felix_seg_scan_free(out);
-    return felix_fail(err, FELIX_E_CORRUPT,
-                      "shard %s: segment %s: byte 8: base_offset_mismatch: header says %" PRIu64
-                      ", file name says %" PRIu64, log->shard, path, out->header.base_offset, s->base);
-  }
-  return st;
+  felix_scan_opts checked = *o;
+  checked.check_base = true;
+  checked.expect_base = s->base;
+  (void)log;
+  return felix_seg_scan_fd(s->fd, path, &checked, out, err);
 }
 
 /* Replaces s's index (memory and file) with the entries of a full scan. */
@@ -236,7 +233,6 @@ static void remove_orphan_indexes(felix_log *log) {
 }
 
 felix_status log_recover(felix_log *log, bool create, felix_recovery_report *rep, felix_err *err) {
-  (void)create;
   uint64_t *bases = NULL;
   size_t n = 0;
   felix_status st = list_segments(log, &bases, &n, rep, err);
@@ -264,6 +260,8 @@ felix_status log_recover(felix_log *log, bool create, felix_recovery_report *rep
   }
   free(bases);
   rep->segments = n;
+  if (st == FELIX_OK && n == 0 && !create)
+    st = felix_fail(err, FELIX_E_NOTFOUND, "shard %s: %s holds no segment: its records are gone", log->shard, log->path);
   if (st == FELIX_OK && n == 0) st = log_seg_create(log, 0, err);
   if (st == FELIX_OK && n > 0) st = open_index_fd(log, log_active(log), err);
   if (st == FELIX_OK) remove_orphan_indexes(log);

@@ -34,6 +34,12 @@ felix_status log_seg_add_entry(log_seg *s, uint64_t offset, uint64_t position) {
   return FELIX_OK;
 }
 
+void log_seg_mark_flushed(log_seg *s) {
+  s->flushed_next_offset = s->next_offset;
+  s->flushed_entries = s->n_entries;
+  s->flushed_last_entry_pos = s->last_entry_pos;
+}
+
 void log_seg_close(log_seg *s) {
   if (s->fd >= 0) close(s->fd);
   if (s->idx_fd >= 0) close(s->idx_fd);

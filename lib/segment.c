@@ -221,6 +221,26 @@ static felix_status scan_header(window *w, const char *path, felix_seg_scan *s, 
   return FELIX_OK;
 }
 
+/* Whether an intact record with a higher offset starts anywhere in
+ * [from, size): damage with intact records after it is never a torn tail. */
+static bool intact_record_after(window *w, uint64_t from, uint64_t size, uint64_t expect, const char *path) {
+  for (uint64_t p = from; p + FELIX_REC_HEADER_LEN <= size; p++) {
+    const uint8_t *h;
+    if (window_ensure(w, p, FELIX_REC_HEADER_LEN, &h, path, NULL) != FELIX_OK) return false;
+    uint32_t len = felix_get_u32(h);
+    uint64_t off = felix_get_u64(h + 4);
+    if (off <= expect || off - expect > (size - from) / FELIX_REC_HEADER_LEN + 1 || len > FELIX_MAX_PAYLOAD ||
+        p + FELIX_REC_HEADER_LEN + len > size)
+      continue;
+    uint8_t hdr[20];
+    uint32_t want = felix_get_u32(h + 20);
+    memcpy(hdr, h, 20);
+    if (window_ensure(w, p, FELIX_REC_HEADER_LEN + len, &h, path, NULL) != FELIX_OK) return false;
+    if (felix_record_checksum(hdr, h + FELIX_REC_HEADER_LEN, len) == want) return true;
+  }
+  return false;
+}
+
 /* Damage that ends the newest segment is a torn tail: repairable. */
 static bool tail_damage(window *w, const char *path, const felix_seg_scan *s, bool newest,
                         uint64_t rec_end) {
@@ -246,7 +266,7 @@ static felix_status scan_records(window *w, const char *path, const felix_scan_o
     uint32_t want_crc = felix_get_u32(p + 20);
     uint64_t rec_end = pos + FELIX_REC_HEADER_LEN + len;
     if (rec_end > s->file_size) {
-      set_problem(s, path, pos, "torn_record", o->is_newest,
+      set_problem(s, path, pos, "torn_record", o->is_newest && !intact_record_after(w, pos + 1, s->file_size, expect, path),
                   "payload_len %u does not fit in the file (%" PRIu64 " bytes left)", len,
                   remaining - FELIX_REC_HEADER_LEN);
       break;
@@ -294,6 +314,9 @@ felix_status felix_seg_scan_fd(int fd, const char *path, const felix_scan_opts *
   scan->file_size = (uint64_t)sb.st_size;
   window w = {.fd = fd};
   felix_status st = scan_header(&w, path, scan, err);
+  if (st == FELIX_OK && !scan->has_problem && opts->check_base && scan->header.base_offset != opts->expect_base)
+    set_problem(scan, path, 8, "base_offset_mismatch", false, "header says base offset %" PRIu64 ", file name says %" PRIu64,
+                scan->header.base_offset, opts->expect_base);
   if (st == FELIX_OK && !scan->has_problem) {
     felix_scan_opts o = *opts;
     if (o.start_position <= FELIX_SEG_HEADER_LEN) {

@@ -180,7 +180,8 @@ static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, b
     felix_problems_add(&s->problems, path, 0, "unreadable", false, "open: %s", strerror(errno));
     return;
   }
-  felix_scan_opts o = {.index_spacing = FELIX_DEFAULT_INDEX_SPACING, .is_newest = newest};
+  felix_scan_opts o = {.index_spacing = FELIX_DEFAULT_INDEX_SPACING, .is_newest = newest, .check_base = true,
+                       .expect_base = si->base_offset};
   felix_seg_scan sc;
   felix_err e;
   if (felix_seg_scan_fd(fd, path, &o, &sc, &e) != FELIX_OK) {
@@ -192,9 +193,6 @@ static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, b
   si->records = sc.records;
   si->bytes = sc.file_size;
   si->created_at_micros = sc.header.created_at_micros;
-  if (!sc.has_problem && sc.header.base_offset != si->base_offset)
-    felix_problems_add(&s->problems, path, 8, "base_offset_mismatch", false,
-                       "header says base offset %" PRIu64 ", file name says %" PRIu64, sc.header.base_offset, si->base_offset);
   if (s->nsegs > 1 && si->base_offset != expect_base)
     felix_problems_add(&s->problems, path, 8, "offset_gap", false,
                        "starts at offset %" PRIu64 " but the previous segment ends at %" PRIu64, si->base_offset, expect_base);

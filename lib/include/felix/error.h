@@ -18,6 +18,9 @@ typedef enum felix_status {
   FELIX_E_SYNC,      /* a sync failed: nothing unsynced may be trusted */
   FELIX_E_TRUNCATED, /* the entry a pending request was bound to is gone */
   FELIX_E_CLOSED,    /* the object was closed while the request waited */
+  FELIX_E_UNREACHABLE, /* a broker or the control plane could not be reached */
+  FELIX_E_UNAVAILABLE, /* reachable, but it refused for now (draining, not leader, ...) */
+  FELIX_E_REFUSED,   /* refused as unsafe */
 } felix_status;
 
 typedef struct felix_err {

@@ -20,6 +20,8 @@ static inline int felix_exit_code_of(felix_status st) {
   case FELIX_E_NOTFOUND: return FELIX_EXIT_NOT_FOUND;
   case FELIX_E_CORRUPT: return FELIX_EXIT_CORRUPT;
   case FELIX_E_BUSY: return FELIX_EXIT_REFUSED;
+  case FELIX_E_REFUSED: return FELIX_EXIT_REFUSED;
+  case FELIX_E_UNREACHABLE: return FELIX_EXIT_UNREACHABLE;
   case FELIX_E_INVAL: return FELIX_EXIT_USAGE;
   default: return FELIX_EXIT_FAILURE;
   }

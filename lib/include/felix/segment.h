@@ -90,6 +90,8 @@ typedef struct felix_scan_opts {
   uint64_t last_entry_position; /* index entry preceding start (0 = none) */
   uint32_t index_spacing;
   bool is_newest;           /* torn-tail damage is repairable only here */
+  bool check_base;          /* the header's base offset must equal expect_base */
+  uint64_t expect_base;     /* (the base the file name gives) */
   felix_record_fn on_record;  /* optional */
   void *ctx;
 } felix_scan_opts;
