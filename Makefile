@@ -11,12 +11,17 @@ SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 LIB_SRC  = $(wildcard lib/*.c)
 LIB_HDR  = $(wildcard lib/*.h lib/include/felix/*.h)
 INSPECT_SRC = $(wildcard felix-inspect/*.c)
+BROKER_SRC = $(wildcard felix-broker/*.c)
+CTL_SRC  = $(wildcard felixctl/*.c)
+# Control-plane pieces the unit tests link (everything but the program's main).
+CP_TESTABLE = $(filter-out felix-broker/main.c felix-broker/broker_%.c,$(wildcard felix-broker/cp_*.c))
+NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps check unit bats fuzz fuzz-smoke formal bench install clean run
 
-all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata
+all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felixctl
 
 deps:
 	@sh scripts/deps.sh
@@ -38,13 +43,19 @@ $(BUILD)/libfelix-san.a: $(patsubst lib/%.c,$(BUILD)/san/%.o,$(LIB_SRC))
 $(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(INSPECT_SRC) $(BUILD)/libfelix.a -lcjson $(LDLIBS) -o $@
 
+$(BUILD)/felix-broker: $(BROKER_SRC) $(wildcard felix-broker/*.h) $(BUILD)/libfelix.a
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(BROKER_SRC) $(BUILD)/libfelix.a $(NETLIBS) $(LDLIBS) -o $@
+
+$(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses $(LDLIBS) -o $@
+
 $(BUILD)/tools/felix-mkdata: tests/tools/felix-mkdata.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
-$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libfelix-san.a
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libfelix-san.a $(CP_TESTABLE) $(wildcard felix-broker/*.h) $(CTL_SRC)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) $< $(BUILD)/libfelix-san.a -lcmocka $(LDLIBS) -o $@
+	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker $< $(CP_TESTABLE) $(BUILD)/libfelix-san.a -lcmocka $(NETLIBS) $(LDLIBS) -o $@
 
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
@@ -76,12 +87,15 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 $(BUILD)/felix-inspect $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/felix-inspect $(BUILD)/felix-broker $(BUILD)/felixctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 completions/felix-inspect.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/felix-inspect
 	install -m 644 completions/_felix-inspect $(DESTDIR)$(PREFIX)/share/zsh/site-functions/
 	install -m 644 completions/felix-inspect.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/
+
+run: deps all
+	@bash scripts/run-cluster.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -92,7 +92,7 @@ static bool parse_u64(const char *flag, const char *v, uint64_t *out) {
   char *end;
   errno = 0;
   unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-  if (!v || !*v || *end || errno || v[0] == '-' || v[0] == '+') {
+  if (!v || !*v || *end || errno || v[0] < '0' || v[0] > '9') {
     inspect_error(FELIX_EXIT_USAGE, "give a non-negative integer", "%s: '%s' is not a non-negative integer", flag, v ? v : "");
     return false;
   }
@@ -150,6 +150,7 @@ static int parse(int argc, char **argv, inspect_opts *o, const subcommand **sub)
       inspect_error(FELIX_EXIT_USAGE, NULL, "%s takes exactly one argument: %s", (*sub)->name, (*sub)->args);
       return subcommand_usage(*sub, stderr);
     }
+    if (o->nargs > 1) inspect_error(FELIX_EXIT_USAGE, NULL, "too many arguments: give one DATADIR, or a subcommand");
     usage(stderr);
     return FELIX_EXIT_USAGE;
   }

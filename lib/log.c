@@ -77,7 +77,10 @@ void log_sync_round(felix_log *log) {
    * files nobody can reach would vouch for nothing. */
   struct stat dsb;
   int rc = fstat(log->dirfd, &dsb) != 0 ? errno : dsb.st_nlink == 0 ? ENOENT : 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   if (rc == 0) rc = fd < 0 ? errno : log_sync_fd(log, fd);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   if (fd >= 0) close(fd);
   pthread_mutex_lock(&log->mu);
   log->sync_in_flight = false;
@@ -89,6 +92,7 @@ void log_sync_round(felix_log *log) {
     if (end > log->synced_end) log->synced_end = end;
     if (start_bytes > log->bytes_synced) log->bytes_synced = start_bytes;
     log->syncs++;
+    log->sync_nanos += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
   }
   pthread_cond_broadcast(&log->cv);
 }

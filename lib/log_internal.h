@@ -42,6 +42,7 @@ struct felix_log {
   size_t ntrunc, cap_trunc;
   int sync_error;         /* sticky errno; appends fail until reopened */
   uint64_t syncs;
+  uint64_t sync_nanos;
 
   pthread_t flusher;
   bool flusher_running;

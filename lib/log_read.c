@@ -237,6 +237,7 @@ void felix_log_get_stats(felix_log *log, felix_log_stats *o) {
   o->append_seq = log->append_seq;
   o->synced_seq = log->synced_seq;
   o->syncs = log->syncs;
+  o->sync_nanos = log->sync_nanos;
   o->segments = log->nsegs;
   for (size_t i = 0; i < log->nsegs; i++) o->bytes += log->segs[i].size;
   o->unsynced_bytes = log->bytes_total - log->bytes_synced;

@@ -166,7 +166,10 @@ static const char *index_state(int dirfd, int segfd, const felix_seg_info *si, c
   return state;
 }
 
-static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, bool newest,
+/* expect_base: where the previous segment ended, or UINT64_MAX when its scan
+ * stopped at damage (its true end is unknown: no gap can be judged).
+ * Returns whether this segment was read to its end. */
+static bool survey_segment(felix_shard_survey *s, int dirfd, const char *name, bool newest,
                            uint64_t expect_base) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", s->path, name);
@@ -178,7 +181,7 @@ static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, b
   int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     felix_problems_add(&s->problems, path, 0, "unreadable", false, "open: %s", strerror(errno));
-    return;
+    return false;
   }
   felix_scan_opts o = {.index_spacing = FELIX_DEFAULT_INDEX_SPACING, .is_newest = newest, .check_base = true,
                        .expect_base = si->base_offset};
@@ -187,13 +190,13 @@ static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, b
   if (felix_seg_scan_fd(fd, path, &o, &sc, &e) != FELIX_OK) {
     felix_problems_add_err(&s->problems, path, "unreadable", &e);
     close(fd);
-    return;
+    return false;
   }
   si->next_offset = sc.has_problem && sc.records == 0 ? si->base_offset : sc.next_offset;
   si->records = sc.records;
   si->bytes = sc.file_size;
   si->created_at_micros = sc.header.created_at_micros;
-  if (s->nsegs > 1 && si->base_offset != expect_base)
+  if (s->nsegs > 1 && expect_base != UINT64_MAX && si->base_offset != expect_base)
     felix_problems_add(&s->problems, path, 8, "offset_gap", false,
                        "starts at offset %" PRIu64 " but the previous segment ends at %" PRIu64, si->base_offset, expect_base);
   if (sc.has_problem)
@@ -201,8 +204,10 @@ static void survey_segment(felix_shard_survey *s, int dirfd, const char *name, b
                        sc.problem.detail, sc.problem.repairable ? " (torn tail: cut at next start)" : "");
   else
     si->index_state = index_state(dirfd, fd, si, s->path, &s->problems);
+  bool read_to_end = !sc.has_problem;
   felix_seg_scan_free(&sc);
   close(fd);
+  return read_to_end;
 }
 
 static void survey_small_files(felix_shard_survey *s, int dirfd) {
@@ -241,8 +246,8 @@ felix_status felix_shard_survey_run(const char *path, felix_shard_survey *s, fel
   s->segs = calloc(n ? n : 1, sizeof *s->segs);
   uint64_t expect = 0;
   for (size_t i = 0; i < n && s->segs; i++) {
-    survey_segment(s, dirfd, names[i], i + 1 == n, expect);
-    expect = s->segs[i].next_offset;
+    bool end_known = survey_segment(s, dirfd, names[i], i + 1 == n, expect);
+    expect = end_known ? s->segs[i].next_offset : UINT64_MAX;
     s->records += s->segs[i].records;
     s->bytes += s->segs[i].bytes;
   }

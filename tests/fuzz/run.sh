@@ -20,7 +20,7 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 
 out=build/fuzz
-targets="fuzz_segment fuzz_smallfiles"
+targets="fuzz_segment fuzz_smallfiles fuzz_wire"
 base="-g -O1 -std=gnu11 -Wall -Wextra -Ilib/include -Ilib -D_GNU_SOURCE"
 # -fno-sanitize-recover: undefined behaviour must stop the run, not scroll by.
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
@@ -54,6 +54,11 @@ seed_smallfiles() { # dir
   printf 'state=running\nfsync_mode=none\nboot_id=b\npid=1\nsince=x\n' >"$d/regress-boot-id-no-source"
 }
 
+seed_wire() { # dir: bodies of a publish (one record "hi") and a fetch of stream "s"
+  printf '\000\001s\000\000\000\001\001\000\000\000\001\000\000\000\000\000\000\000\011\000\000\000\002hi' >"$1/publish"
+  printf '\000\001s\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\012\000\000\020\000\000\000\003\350' >"$1/fetch"
+}
+
 # Keys and words of the key=value files help the fuzzer past the strict parser.
 write_dict() { # file
   for w in state= fsync_mode= boot_id= boot_id_source= pid= since= running stopped none periodic \
@@ -72,6 +77,7 @@ run_target() { # name
   fuzz_segment) seed_segment "$corpus" || return 1; extra="-max_len=16384" ;;
   fuzz_smallfiles) seed_smallfiles "$corpus"; write_dict "$out/smallfiles.dict"
     extra="-max_len=2048 -dict=$out/smallfiles.dict" ;;
+  fuzz_wire) seed_wire "$corpus"; extra="-max_len=4096" ;;
   esac
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$out/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \

@@ -1,0 +1,157 @@
+/* broker.h — state of a running broker (felix-broker run).
+ *
+ * Threads: the libuv loop owns every shard and connection; the control-plane
+ * thread (broker_cp.c) talks HTTP with libcurl and hands results to the loop
+ * through a mailbox and a uv_async; the HTTP thread (libmicrohttpd) serves
+ * /live /ready /metrics from a snapshot under a mutex. Slow waits (on_commit
+ * syncs, the drain flush) run on libuv's thread pool. */
+#ifndef FELIX_BROKER_H
+#define FELIX_BROKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "felix/ballot.h"
+#include "felix/datadir.h"
+#include "felix/log.h"
+#include "felix/wire.h"
+
+typedef struct broker_config {
+  const char *id;
+  const char *data_dir;
+  const char *listen;
+  const char *http;
+  const char *control_plane;
+  const char *token_file;
+  felix_log_config log;
+  uint32_t drain_timeout_ms;
+} broker_config;
+
+typedef struct fetch_wait fetch_wait;
+typedef struct conn conn;
+
+/* One shard copy on this broker. */
+typedef struct shard {
+  char stream[128];
+  uint32_t index;
+  char dir_name[300];
+  char path[4600];
+  int dirfd;
+  felix_log *log;
+  felix_ballot ballot;
+  felix_generations gens;
+  bool refused;          /* failed recovery: reported, never served */
+  char refused_why[512];
+  /* leadership: valid only while the ballot names this process at `generation` */
+  bool leading;
+  uint64_t generation_start; /* offset of this generation's start record */
+  uint64_t hwm;
+  uint64_t pending_held;     /* on_commit appends waiting for a sync */
+  fetch_wait *waiters;       /* parked long-poll fetches */
+  struct shard *next;
+} shard;
+
+typedef struct leader_entry {
+  char stream[128];
+  uint32_t shard;
+  uint64_t generation;
+  char state[32];
+  char leader[128];
+  char address[128];
+} leader_entry;
+
+/* What the control-plane thread hands to the loop. */
+typedef struct cp_mailbox {
+  pthread_mutex_t mu;
+  char *assignments_json; /* newest body with assignments/leaders, or NULL */
+  char incarnation[128];
+  bool registered;
+  /* loop -> cp thread */
+  char *inventory_json;   /* newest inventory (array), owned */
+  bool inventory_dirty;
+  char *report_json;      /* newest report shards (array), owned */
+  bool report_dirty;
+  bool stop;
+  pthread_cond_t cv;
+} cp_mailbox;
+
+typedef struct broker {
+  broker_config cfg;
+  uv_loop_t *loop;
+  int dirfd;
+  felix_dir_lock lock;
+  felix_storage_id sid;
+  char boot_id[FELIX_BOOT_ID_MAX + 1];
+  char boot_source[8];
+  bool rotated;
+  char rotate_reason[256];
+  shard *shards;
+  leader_entry *leaders;
+  size_t nleaders;
+  uv_tcp_t server;
+  uv_async_t cp_async;
+  uv_signal_t sigterm, sigint;
+  uv_timer_t report_timer;
+  cp_mailbox mb;
+  pthread_t cp_thread;
+  bool serving, draining, stopping;
+  int exit_code;
+  char incarnation[128];
+  struct MHD_Daemon *httpd;
+  pthread_mutex_t stats_mu;
+  char *metrics_text;      /* snapshot served by /metrics */
+  bool ready;
+  uint64_t appends_total, append_errors;
+} broker;
+
+/* broker_startup.c */
+int broker_start_storage(broker *b);  /* lock, recover, identity, run-state, token */
+int broker_open_shards(broker *b);
+void broker_open_shards_one(broker *b, const char *dir_name); /* prepends to b->shards */
+shard *broker_find_shard(broker *b, const char *stream, uint32_t index);
+shard *broker_find_shard_uuid(broker *b, const char *uuid, uint32_t index);
+
+/* broker_shard.c */
+int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid);
+void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char *leader, const char *leader_copy,
+                            const char *leader_inc, const char *leader_addr);
+void shard_close(shard *s);
+void shard_delete(broker *b, shard *s);
+uint64_t shard_last_generation(const shard *s, uint64_t log_end);
+void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
+
+/* broker_cp.c */
+int broker_cp_start(broker *b);
+void broker_cp_stop(broker *b);
+void broker_publish_inventory(broker *b);
+void broker_publish_report(broker *b);
+void broker_on_cp_async(uv_async_t *h);
+
+/* broker_net.c */
+int broker_net_listen(broker *b);
+void broker_net_close(broker *b);
+void conn_reply(conn *c, felix_buf *frame); /* takes the frame; resumes the connection */
+
+/* broker_data.c */
+void broker_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
+void broker_wake_fetches(broker *b, shard *s);
+void broker_fail_fetches(broker *b, shard *s);
+const leader_entry *broker_leader_of(const broker *b, const char *stream, uint32_t index);
+
+/* broker_http.c */
+int broker_http_start(broker *b);
+void broker_http_stop(broker *b);
+void broker_update_metrics(broker *b);
+
+/* broker_main.c */
+void broker_begin_drain(broker *b, const char *why);
+/* A failed sync: remove the boot token (an unlink needs no space), stop
+ * acknowledging, exit 1 without writing state=stopped (§3.2). */
+void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));
+
+/* broker_assign.c */
+void broker_apply_cp(broker *b, const char *json);
+
+#endif

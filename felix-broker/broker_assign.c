@@ -1,0 +1,129 @@
+/* broker_assign.c — the loop's side of the control plane: build the
+ * inventory and the report for the control-plane thread, and apply the
+ * assignments, leader metadata and deletions it brings back. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "felix/logfmt.h"
+
+static void post_to_cp(broker *b, char *json, bool report) {
+  pthread_mutex_lock(&b->mb.mu);
+  char **slot = report ? &b->mb.report_json : &b->mb.inventory_json;
+  free(*slot);
+  *slot = json;
+  if (report) b->mb.report_dirty = true;
+  else b->mb.inventory_dirty = true;
+  pthread_cond_broadcast(&b->mb.cv);
+  pthread_mutex_unlock(&b->mb.mu);
+}
+
+static cJSON *copy_json(const shard *s) {
+  cJSON *j = cJSON_CreateObject();
+  felix_log_stats st = {0};
+  if (s->log) felix_log_get_stats(s->log, &st);
+  cJSON_AddStringToObject(j, "stream", s->stream);
+  cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
+  cJSON_AddNumberToObject(j, "shard", s->index);
+  cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
+  cJSON_AddNumberToObject(j, "log_start", (double)st.start_offset);
+  cJSON_AddNumberToObject(j, "log_end", (double)st.held_end);
+  cJSON_AddNumberToObject(j, "last_generation", (double)shard_last_generation(s, st.held_end));
+  return j;
+}
+
+void broker_publish_inventory(broker *b) {
+  cJSON *arr = cJSON_CreateArray();
+  for (shard *s = b->shards; s; s = s->next) {
+    if (s->refused) continue;
+    cJSON *j = copy_json(s);
+    cJSON_AddNumberToObject(j, "ballot_generation", (double)s->ballot.generation);
+    cJSON_AddStringToObject(j, "ballot_leader", s->ballot.has_leader ? s->ballot.leader : "none");
+    cJSON_AddItemToArray(arr, j);
+  }
+  post_to_cp(b, cJSON_PrintUnformatted(arr), false);
+  cJSON_Delete(arr);
+}
+
+void broker_publish_report(broker *b) {
+  cJSON *arr = cJSON_CreateArray();
+  for (shard *s = b->shards; s; s = s->next) {
+    if (!s->leading) continue;
+    cJSON *j = copy_json(s);
+    cJSON_AddNumberToObject(j, "generation", (double)s->ballot.generation);
+    cJSON_AddNumberToObject(j, "generation_start", (double)s->generation_start);
+    cJSON_AddNumberToObject(j, "hwm", (double)s->hwm);
+    cJSON_AddItemToObject(j, "followers", cJSON_CreateArray());
+    cJSON_AddItemToArray(arr, j);
+  }
+  post_to_cp(b, cJSON_PrintUnformatted(arr), true);
+  cJSON_Delete(arr);
+}
+
+static const char *str_of(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static double num_of(const cJSON *o, const char *k) {
+  const cJSON *v = cJSON_GetObjectItem(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static void apply_one(broker *b, const cJSON *a) {
+  const char *stream = str_of(a, "stream"), *uuid = str_of(a, "stream_uuid");
+  uint32_t index = (uint32_t)num_of(a, "shard");
+  shard *s = broker_find_shard_uuid(b, uuid, index);
+  if (!s && cJSON_IsTrue(cJSON_GetObjectItem(a, "create_copy"))) {
+    if (shard_create_copy(b, stream, index, uuid) == 0) broker_publish_inventory(b);
+    s = broker_find_shard_uuid(b, uuid, index);
+  }
+  const cJSON *leader = cJSON_GetObjectItem(a, "leader");
+  if (!s || !cJSON_IsObject(leader)) return;
+  shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
+                         str_of(leader, "incarnation"), str_of(leader, "address"));
+}
+
+static void apply_leaders(broker *b, const cJSON *leaders) {
+  size_t n = (size_t)cJSON_GetArraySize(leaders);
+  leader_entry *le = calloc(n ? n : 1, sizeof *le);
+  if (!le) return;
+  size_t k = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach(x, leaders) {
+    leader_entry *e = &le[k++];
+    snprintf(e->stream, sizeof e->stream, "%s", str_of(x, "stream"));
+    e->shard = (uint32_t)num_of(x, "shard");
+    e->generation = (uint64_t)num_of(x, "generation");
+    snprintf(e->state, sizeof e->state, "%s", str_of(x, "state"));
+    snprintf(e->leader, sizeof e->leader, "%s", str_of(x, "leader"));
+    snprintf(e->address, sizeof e->address, "%s", str_of(x, "address"));
+  }
+  free(b->leaders);
+  b->leaders = le;
+  b->nleaders = k;
+}
+
+static void apply_deletions(broker *b, const cJSON *deleted) {
+  const cJSON *x;
+  cJSON_ArrayForEach(x, deleted) {
+    if (!cJSON_IsString(x)) continue;
+    for (shard *s = b->shards, *next; s; s = next) {
+      next = s->next;
+      /* an on_commit batch still syncing holds the shard: delete it next time */
+      if (!strcmp(s->ballot.stream_uuid, x->valuestring) && s->pending_held == 0) shard_delete(b, s);
+    }
+  }
+}
+
+void broker_apply_cp(broker *b, const char *json) {
+  cJSON *j = cJSON_Parse(json);
+  if (!j) return;
+  apply_leaders(b, cJSON_GetObjectItem(j, "leaders"));
+  apply_deletions(b, cJSON_GetObjectItem(j, "deleted_streams"));
+  const cJSON *a;
+  cJSON_ArrayForEach(a, cJSON_GetObjectItem(j, "assignments")) apply_one(b, a);
+  cJSON_Delete(j);
+}

@@ -1,0 +1,188 @@
+/* broker_shard.c — a shard copy's lifecycle on this broker: creating an empty
+ * copy, taking promises from the control plane's assignments, becoming the
+ * leader of a generation, deleting a copy of a deleted stream.
+ *
+ * Invariants (DESIGN.md §3.4): a promise is on disk before it is acted on; a
+ * copy takes a promise only for a higher generation (or again for the same
+ * leader); the leader's own copy obeys its ballot — it leads generation G only
+ * while the ballot names this process (broker, copy id, incarnation) at G; the
+ * generations line of G is durable before any record of G is written. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "felix/fileutil.h"
+#include "felix/logfmt.h"
+
+uint64_t shard_last_generation(const shard *s, uint64_t log_end) {
+  for (size_t i = s->gens.count; i > 0; i--)
+    if (s->gens.items[i - 1].start_offset < log_end) return s->gens.items[i - 1].generation;
+  return 0;
+}
+
+static int write_ballot(shard *s) {
+  char what[4700];
+  felix_err err;
+  snprintf(what, sizeof what, "%s/ballot", s->path);
+  if (felix_ballot_write(s->dirfd, what, &s->ballot, &err)) {
+    felix_log_event("error", "cannot write ballot", "shard", s->dir_name, "reason", err.msg, NULL);
+    return -1;
+  }
+  return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb; (void)flag; (void)ftw;
+  return remove(p);
+}
+
+/* Builds the copy in a temp directory and renames it into place, so a crash
+ * never leaves a shard directory without its ballot. */
+static int build_copy(broker *b, const char *tmp, const char *name, const char *uuid) {
+  felix_err err;
+  felix_log *log;
+  if (felix_log_open(tmp, name, &b->cfg.log, true, &log, NULL, &err)) {
+    felix_log_event("error", "cannot create shard copy", "shard", name, "reason", err.msg, NULL);
+    return -1;
+  }
+  felix_log_close(log, NULL);
+  shard s = {.dirfd = -1};
+  snprintf(s.path, sizeof s.path, "%.4500s", tmp);
+  snprintf(s.dir_name, sizeof s.dir_name, "%s", name);
+  uint8_t raw[16];
+  if (felix_open_dir(AT_FDCWD, tmp, &s.dirfd, &err) || felix_random_bytes(raw, sizeof raw, &err)) return -1;
+  felix_hex_encode(raw, sizeof raw, s.ballot.copy_id);
+  snprintf(s.ballot.storage_id, sizeof s.ballot.storage_id, "%s", b->sid.hex);
+  snprintf(s.ballot.stream_uuid, sizeof s.ballot.stream_uuid, "%s", uuid);
+  char what[4800];
+  snprintf(what, sizeof what, "%.4700s/generations", tmp);
+  int rc = write_ballot(&s) || felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
+  close(s.dirfd);
+  return rc;
+}
+
+int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid) {
+  char name[300], tmp[4700], final[4700], shards[4200];
+  if (!felix_shard_dir_name(name, sizeof name, stream, index, uuid)) return -1;
+  snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
+  snprintf(tmp, sizeof tmp, "%s/.new-%s", shards, name);
+  snprintf(final, sizeof final, "%s/%s", shards, name);
+  nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS); /* a leftover of a crash midway */
+  if (build_copy(b, tmp, name, uuid) || rename(tmp, final) != 0) {
+    felix_log_event("error", "cannot create shard copy", "shard", name, "reason", strerror(errno), NULL);
+    return -1;
+  }
+  int fd = open(shards, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) fsync(fd), close(fd);
+  shard *before = b->shards;
+  broker_open_shards_one(b, name);
+  if (b->shards == before || b->shards->refused) return -1;
+  felix_log_event("info", "created an empty shard copy", "shard", name, "copy_id", b->shards->ballot.copy_id, NULL);
+  return 0;
+}
+
+void shard_set_hwm(broker *b, shard *s, uint64_t hwm) {
+  if (hwm <= s->hwm) return;
+  s->hwm = hwm;
+  broker_wake_fetches(b, s);
+  broker_publish_report(b);
+}
+
+static void stop_leading(broker *b, shard *s, const char *why) {
+  if (!s->leading) return;
+  s->leading = false;
+  broker_fail_fetches(b, s);
+  felix_log_event("info", "stopped leading", "shard", s->dir_name, "reason", why, NULL);
+}
+
+/* The end of the fence for one copy: record generation G, then its start
+ * record, which makes the HWM move at once (rule 3). With one replica the
+ * leader's own copy is the whole majority. */
+static void become_leader(broker *b, shard *s, uint64_t generation) {
+  felix_log_stats st;
+  felix_log_get_stats(s->log, &st);
+  felix_generation *ni = realloc(s->gens.items, (s->gens.count + 1) * sizeof *ni);
+  if (!ni) return;
+  s->gens.items = ni;
+  s->gens.items[s->gens.count++] = (felix_generation){generation, st.end_offset};
+  char what[4700], g[32];
+  felix_err err;
+  snprintf(what, sizeof what, "%s/generations", s->path);
+  uint64_t offset;
+  if (felix_generations_write(s->dirfd, what, &s->gens, &err) || felix_log_append(s->log, "", 0, &offset, &err)) {
+    s->gens.count--;
+    felix_log_event("error", "cannot start generation", "shard", s->dir_name, "reason", err.msg, NULL);
+    return;
+  }
+  s->generation_start = offset;
+  s->leading = true;
+  felix_log_get_stats(s->log, &st);
+  snprintf(g, sizeof g, "%" PRIu64, generation);
+  felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);
+  shard_set_hwm(b, s, st.held_end);
+  broker_publish_inventory(b);
+  broker_publish_report(b);
+}
+
+static bool names_this_process(const broker *b, const shard *s, const char *leader, const char *copy, const char *inc) {
+  return !strcmp(leader, b->cfg.id) && !strcmp(copy, s->ballot.copy_id) && !strcmp(inc, b->incarnation);
+}
+
+void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char *leader, const char *leader_copy,
+                            const char *leader_inc, const char *leader_addr) {
+  (void)leader_addr;
+  if (s->refused || generation == 0 || generation < s->ballot.generation) return;
+  if (s->leading && !(generation == s->ballot.generation && names_this_process(b, s, leader, leader_copy, leader_inc)))
+    stop_leading(b, s, "the control plane's pin no longer names this process");
+  bool same_promise = generation == s->ballot.generation && s->ballot.has_leader && !strcmp(s->ballot.leader, leader) &&
+                      !strcmp(s->ballot.leader_copy_id, leader_copy) && !strcmp(s->ballot.leader_incarnation, leader_inc);
+  if (same_promise && (s->leading || !names_this_process(b, s, leader, leader_copy, leader_inc))) return;
+  if (!strcmp(leader, b->cfg.id) && !names_this_process(b, s, leader, leader_copy, leader_inc)) {
+    felix_log_event("warn", "refusing to lead: the pin names another copy or incarnation", "shard", s->dir_name,
+                    "pinned_copy", leader_copy, "pinned_incarnation", leader_inc, NULL);
+    return;
+  }
+  if (generation == s->ballot.generation && !same_promise) return; /* a promise for G is given once */
+  stop_leading(b, s, "promised a newer generation");
+  s->ballot.generation = generation;
+  s->ballot.has_leader = true;
+  snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", leader);
+  snprintf(s->ballot.leader_copy_id, sizeof s->ballot.leader_copy_id, "%s", leader_copy);
+  snprintf(s->ballot.leader_incarnation, sizeof s->ballot.leader_incarnation, "%s", leader_inc);
+  if (write_ballot(s)) return;
+  broker_publish_inventory(b);
+  if (names_this_process(b, s, leader, leader_copy, leader_inc)) become_leader(b, s, generation);
+}
+
+void shard_close(shard *s) {
+  if (s->log) felix_log_close(s->log, NULL);
+  s->log = NULL;
+  if (s->dirfd >= 0) close(s->dirfd);
+  s->dirfd = -1;
+  felix_generations_free(&s->gens);
+}
+
+void shard_delete(broker *b, shard *s) {
+  stop_leading(b, s, "stream deleted");
+  shard_close(s);
+  nftw(s->path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  char shards[4200];
+  snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
+  int fd = open(shards, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) fsync(fd), close(fd);
+  felix_log_event("info", "deleted the copy of a deleted stream", "shard", s->dir_name, NULL);
+  for (shard **p = &b->shards; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      break;
+    }
+  free(s);
+  broker_publish_inventory(b);
+}

@@ -1,0 +1,43 @@
+/* main.c — felix-broker: dispatch to the control plane or the broker. */
+#include <stdio.h>
+#include <string.h>
+
+#include "felix/exitcode.h"
+#include "programs.h"
+
+#ifndef FELIX_VERSION
+#define FELIX_VERSION "0.1.0"
+#endif
+
+static void usage(FILE *f) {
+  fputs("usage: felix-broker control-plane --listen ADDR --db FILE [--lease-ms N]\n"
+        "                                  [--admin-token-file F] [--broker-token-file F]\n"
+        "       felix-broker run --id ID --data-dir DIR --listen ADDR --http ADDR\n"
+        "                        --control-plane URL [--fsync-mode none|periodic|on_commit]\n"
+        "                        [--fsync-interval-ms N] [--token-file F]\n"
+        "       felix-broker --help | --version\n\n"
+        "  control-plane  run the control plane: HTTP/JSON API on ADDR, state in the SQLite FILE\n"
+        "  run            run a broker: serve the data protocol on ADDR for the shards placed on it\n\n"
+        "Each subcommand takes --help. See felix-broker(8).\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return FELIX_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return FELIX_EXIT_OK;
+  }
+  if (!strcmp(cmd, "--version")) {
+    printf("felix-broker %s\n", FELIX_VERSION);
+    return FELIX_EXIT_OK;
+  }
+  if (!strcmp(cmd, "control-plane")) return cp_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "run")) return broker_main(argc - 1, argv + 1);
+  fprintf(stderr, "felix-broker: error: unknown command '%s'\nfelix-broker: hint: felix-broker --help lists the commands\n", cmd);
+  return FELIX_EXIT_USAGE;
+}

@@ -1,0 +1,142 @@
+/* cmd_shard.c — `felixctl shard list [--state STATE]` and
+ * `shard describe STREAM/SHARD` (GET /v1/shards[...]), and the STREAM/SHARD
+ * argument that placement, produce and consume share. */
+#include <stdio.h>
+#include <string.h>
+
+#include "felixctl.h"
+
+int ctl_shard_arg(const char *arg, char *stream, size_t cap, uint32_t *shard) {
+  if (ctl_parse_stream_shard(arg, stream, cap, shard)) return 0;
+  return ctl_error(FELIX_EXIT_USAGE, "name a shard as STREAM/SHARD, e.g. orders/0", "'%s' is not STREAM/SHARD", arg);
+}
+
+int ctl_shard_path(const char *stream, uint32_t shard, const char *suffix, char *path, size_t cap) {
+  char esc[3 * 128 + 1];
+  if (!ctl_url_escape(stream, esc, sizeof esc) ||
+      snprintf(path, cap, "/v1/shards/%s/%u%s", esc, shard, suffix) >= (int)cap)
+    return ctl_error(FELIX_EXIT_USAGE, "stream names are at most 64 characters", "stream name '%.40s...' is too long",
+                     stream);
+  return 0;
+}
+
+const char *ctl_replica_brokers(const cJSON *shard, char *buf, size_t cap) {
+  size_t n = 0;
+  buf[0] = '\0';
+  const cJSON *r;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(shard, "replicas")) {
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(r, "broker");
+    if (!cJSON_IsString(b) || n >= cap) continue;
+    n += (size_t)snprintf(buf + n, cap - n, "%s%s", n ? "," : "", b->valuestring);
+  }
+  return buf[0] ? buf : "-";
+}
+
+static int shard_list(const ctl_opts *o) {
+  char path[96] = "/v1/shards";
+  if (o->state) snprintf(path, sizeof path, "/v1/shards?state=%s", o->state); /* validated: plain letters */
+  ctl_reply r;
+  int rc = ctl_http(o, "GET", path, NULL, &r);
+  if (rc) return rc;
+  if (o->format == CTL_JSON) {
+    ctl_print_body(&r);
+    return ctl_reply_free(&r), FELIX_EXIT_OK;
+  }
+  static const char *const head[] = {"STREAM", "SHARD",          "STATE", "GENERATION",
+                                     "LEADER", "LEADER_ADDRESS", "HWM",   "REPLICAS"};
+  static const char *const keys[] = {"stream", "shard", "state", "generation", "leader", "leader_address", "hwm"};
+  enum { N = sizeof head / sizeof head[0] };
+  ctl_table *t = ctl_table_new(N, head);
+  const cJSON *s;
+  cJSON_ArrayForEach(s, r.json) {
+    char buf[N][64], replicas[1024];
+    const char *cells[N];
+    for (int i = 0; i < N - 1; i++) cells[i] = ctl_field(s, keys[i], buf[i]);
+    cells[N - 1] = ctl_replica_brokers(s, replicas, sizeof replicas);
+    ctl_table_row(t, cells);
+  }
+  ctl_table_print(t);
+  ctl_reply_free(&r);
+  return FELIX_EXIT_OK;
+}
+
+static void print_replicas(const cJSON *replicas) {
+  static const char *const head[] = {"BROKER",      "STORAGE_ID", "REGISTERED_STORAGE_ID", "COPY_ID",
+                                     "INCARNATION", "CONFIRMED",  "CAUGHT_UP",             "STRANGER"};
+  static const char *const keys[] = {"broker",      "storage_id", "registered_storage_id", "copy_id",
+                                     "incarnation", "confirmed",  "caught_up",             "stranger"};
+  enum { N = sizeof head / sizeof head[0] };
+  ctl_table *t = ctl_table_new(N, head);
+  const cJSON *r;
+  cJSON_ArrayForEach(r, replicas) {
+    char buf[N][64];
+    const char *cells[N];
+    for (int i = 0; i < N; i++) cells[i] = ctl_field(r, keys[i], buf[i]);
+    ctl_table_row(t, cells);
+  }
+  ctl_table_print(t);
+}
+
+static int shard_describe(const ctl_opts *o) {
+  char stream[128], path[512];
+  uint32_t shard;
+  int rc = ctl_shard_arg(o->args[0], stream, sizeof stream, &shard);
+  if (rc || (rc = ctl_shard_path(stream, shard, "", path, sizeof path))) return rc;
+  ctl_reply r;
+  if ((rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
+  if (o->format == CTL_JSON) {
+    ctl_print_body(&r);
+    return ctl_reply_free(&r), FELIX_EXIT_OK;
+  }
+  static const char *const labels[] = {"Stream", "Shard", "Generation", "State",   "Leader",
+                                       "Leader address", "HWM", "Max HWM", "Detail"};
+  static const char *const keys[] = {"stream", "shard", "generation", "state", "leader",
+                                     "leader_address", "hwm", "max_hwm", "detail"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    char buf[64];
+    ctl_kv(labels[i], ctl_field(r.json, keys[i], buf));
+  }
+  printf("\n");
+  print_replicas(cJSON_GetObjectItemCaseSensitive(r.json, "replicas"));
+  ctl_reply_free(&r);
+  return FELIX_EXIT_OK;
+}
+
+const ctl_command ctl_cmd_shard_list = {
+    .group = "shard",
+    .verb = "list",
+    .flags = CTL_F_STATE,
+    .usage = "shard list [--state STATE]",
+    .summary = "every shard, or those in one state",
+    .help = "\n"
+            "Options:\n"
+            "  --state STATE   only shards in STATE: Active, Fencing or\n"
+            "                  NoCaughtUpReplica\n"
+            "\n"
+            "Shards are sorted by stream, then shard. REPLICAS lists the brokers\n"
+            "placed to hold a copy. With -o json, prints the control plane's array of\n"
+            "the objects shard describe prints.\n",
+    .run = shard_list,
+};
+
+const ctl_command ctl_cmd_shard_describe = {
+    .group = "shard",
+    .verb = "describe",
+    .nargs = 1,
+    .usage = "shard describe STREAM/SHARD",
+    .summary = "one shard: generation, leader, HWM, replicas",
+    .help = "\n"
+            "STREAM/SHARD names a shard by stream name and shard number, e.g.\n"
+            "orders/0. Exits 3 when there is no such shard.\n"
+            "\n"
+            "States: Fencing (a generation was issued and its leader has not yet\n"
+            "reported past its start), Active, NoCaughtUpReplica (no copy is eligible\n"
+            "to lead; nothing changes until one is or an operator acts).\n"
+            "\n"
+            "With -o json, prints the control plane's object: stream, shard,\n"
+            "generation, state, leader (null when no generation is led),\n"
+            "leader_address, hwm, max_hwm, detail, and replicas [{broker, storage_id,\n"
+            "registered_storage_id, copy_id, incarnation, confirmed, caught_up,\n"
+            "stranger}].\n",
+    .run = shard_describe,
+};

@@ -1,0 +1,154 @@
+/* felixctl.h — what felixctl's files share: the parsed command line, the
+ * command table entry, error reporting, the control-plane client, table
+ * output and the pure parsing helpers.
+ *
+ * Every command is a `ctl_command` defined in its cmd_*.c file and listed in
+ * main.c's table; main.c parses the whole command line once (global and
+ * command flags may come in any order around the command words), checks the
+ * flags against the command, and calls run(). A run function returns the
+ * process exit code (DESIGN.md §5) and has printed any error itself. */
+#ifndef FELIXCTL_H
+#define FELIXCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "felix/error.h"
+#include "felix/exitcode.h"
+
+#ifndef FELIX_VERSION
+#define FELIX_VERSION "0.1.0"
+#endif
+
+#define CTL_DEFAULT_CONTROL_PLANE "http://127.0.0.1:7070"
+#define CTL_DEFAULT_TIMEOUT_MS 5000
+#define CTL_MAX_ARGS 4
+
+typedef enum ctl_format { CTL_TABLE, CTL_JSON } ctl_format;
+
+/* Command flags, as bits: a command lists those it accepts and requires. */
+enum {
+  CTL_F_SHARDS = 1u << 0,
+  CTL_F_REPLICAS = 1u << 1,
+  CTL_F_ACKS = 1u << 2,
+  CTL_F_YES = 1u << 3,
+  CTL_F_STATE = 1u << 4,
+  CTL_F_SHARD = 1u << 5,
+  CTL_F_FROM = 1u << 6,
+  CTL_F_COUNT = 1u << 7,
+  CTL_F_FOLLOW = 1u << 8,
+};
+
+typedef struct ctl_opts {
+  const char *control_plane; /* normalised: scheme present, no trailing '/' */
+  const char *token_file;    /* NULL when neither flag nor env gave one */
+  ctl_format format;
+  int timeout_ms;
+  const char *args[CTL_MAX_ARGS]; /* positional arguments after the command words */
+  int nargs;
+  unsigned given; /* CTL_F_* seen on the command line */
+  uint32_t shards, replicas, shard;
+  const char *acks;  /* "quorum" | "leader" | "all" when given */
+  const char *state; /* a shard state name when given */
+  uint64_t from, count;
+  bool yes, follow;
+} ctl_opts;
+
+typedef struct ctl_command {
+  const char *group; /* first command word */
+  const char *verb;  /* second command word, NULL for one-word commands */
+  int nargs;         /* exact number of positional arguments */
+  unsigned flags;    /* CTL_F_* accepted */
+  unsigned required; /* CTL_F_* that must be given */
+  const char *usage; /* after "usage: felixctl " */
+  const char *summary;
+  const char *help; /* printed after the usage line by --help */
+  int (*run)(const ctl_opts *o);
+} ctl_command;
+
+extern const ctl_command ctl_cmd_cluster_status;
+extern const ctl_command ctl_cmd_broker_list, ctl_cmd_broker_describe;
+extern const ctl_command ctl_cmd_stream_create, ctl_cmd_stream_list, ctl_cmd_stream_describe,
+    ctl_cmd_stream_delete;
+extern const ctl_command ctl_cmd_shard_list, ctl_cmd_shard_describe;
+extern const ctl_command ctl_cmd_placement_history;
+extern const ctl_command ctl_cmd_produce, ctl_cmd_consume;
+extern const ctl_command ctl_cmd_completion, ctl_cmd_version;
+
+/* main.c: errors. Prints "felixctl: error: ..." (and "felixctl: hint: ..."
+ * when hint is not NULL) to stderr; returns code so callers can
+ * `return ctl_error(...)`. */
+int ctl_error(int code, const char *hint, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* http.c: one request to the control plane with the admin token.
+ * Returns 0 when it answered 2xx with JSON (out filled: free with
+ * ctl_reply_free); otherwise the error and hint are printed and the exit
+ * code is returned (5 unreachable, 1 on 401/5xx, 2 on 400, 3 on 404, 4 on
+ * 409/422). path starts with "/v1/" and has its components escaped. */
+typedef struct ctl_reply {
+  long status;
+  char *body; /* NUL-terminated */
+  size_t len;
+  cJSON *json;
+} ctl_reply;
+
+int ctl_http(const ctl_opts *o, const char *method, const char *path, const char *body, ctl_reply *out);
+void ctl_reply_free(ctl_reply *r);
+void ctl_http_global_init(void);
+void ctl_http_global_cleanup(void);
+
+/* output.c */
+typedef struct ctl_table ctl_table;
+ctl_table *ctl_table_new(int ncols, const char *const *headers);
+void ctl_table_row(ctl_table *t, const char *const *cells);
+void ctl_table_print(ctl_table *t); /* to stdout; frees t */
+/* The text of obj[key] for a table cell: strings as they are, integers
+ * without exponent, booleans yes/no, null or missing "-". */
+const char *ctl_field(const cJSON *obj, const char *key, char buf[64]);
+/* Key-value lines of describe views ("Name:        orders"). */
+void ctl_kv(const char *key, const char *value);
+/* The control plane's answer as it sent it, on one line. */
+void ctl_print_body(const ctl_reply *r);
+/* s as a JSON string literal (quotes and escapes included). */
+void ctl_json_string(FILE *f, const char *s);
+
+/* cmd_broker.c: a table of control-plane EVENT objects (broker describe,
+ * placement history). */
+void ctl_print_events(const cJSON *events);
+/* cmd_shard.c: the brokers of a SHARD object's replicas, comma separated. */
+const char *ctl_replica_brokers(const cJSON *shard, char *buf, size_t cap);
+/* "/v1/shards/STREAM/SHARD" + suffix, escaped; exit 2 if it does not fit. */
+int ctl_shard_path(const char *stream, uint32_t shard, const char *suffix, char *path, size_t cap);
+/* The STREAM/SHARD argument, with a usage error naming it. */
+int ctl_shard_arg(const char *arg, char *stream, size_t cap, uint32_t *shard);
+
+/* parse.c: pure helpers (unit-tested in tests/unit/test_felixctl_parse.c). */
+bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* "STREAM/SHARD": splits at the last '/'. stream gets a copy (cap bytes). */
+bool ctl_parse_stream_shard(const char *s, char *stream, size_t cap, uint32_t *shard);
+/* Percent-encodes everything but RFC 3986 unreserved characters; returns
+ * false when out (cap bytes) is too small. */
+bool ctl_url_escape(const char *s, char *out, size_t cap);
+/* "127.0.0.1:7070/" -> "http://127.0.0.1:7070"; NULL for other schemes.
+ * The result is malloc'd. */
+char *ctl_normalise_url(const char *url);
+/* The acks policy's wire value (felix_acks), or -1 for an unknown name. */
+int ctl_acks_value(const char *name);
+bool ctl_is_shard_state(const char *name);
+
+/* dataplane.c: what produce and consume share. */
+/* The number of shards of stream (GET /v1/streams/NAME). */
+int ctl_stream_shard_count(const ctl_opts *o, const char *stream, uint32_t *n);
+/* The address of the shard's leader (GET /v1/shards/S/N); exit 1 with a
+ * hint when the shard has none. */
+int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char *addr, size_t cap);
+/* Prints the failure of a felix_session_* call on STREAM/SHARD led at
+ * address and returns its exit code. */
+int ctl_data_error(const felix_err *err, const char *verb, const char *stream, uint32_t shard,
+                   const char *address);
+
+#endif

@@ -1,0 +1,134 @@
+#!/usr/bin/env bats
+# t1000 — felix-inspect DATADIR: the one-screen summary, human and --json.
+
+load helpers
+
+teardown() {
+  # The lock holder of the lock test: flock(1) and the sleep it runs.
+  if [ -n "${LOCK_PID:-}" ]; then
+    kill $(cat "/proc/$LOCK_PID/task/$LOCK_PID/children" 2>/dev/null) "$LOCK_PID" 2>/dev/null || true
+    wait "$LOCK_PID" 2>/dev/null || true
+  fi
+}
+
+@test "summary of a clean directory names storage id, last run, verdict, lock, shard and 0 problems" {
+  shard=$(mkdata d orders 3 20 --segment-bytes 512)
+  sid=$(cat d/storage-id)
+  run -0 inspect d
+  assert_line "data directory d"
+  assert_line "storage id:   $sid"
+  assert_line --regexp "^last run:     stopped \(state=stopped, fsync_mode=periodic, boot $BOOT_ID from file, pid [0-9]+, since [0-9-]+T[0-9:]+Z\)$"
+  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token absent"
+  assert_line "next start:   keep the storage id — last run stopped cleanly"
+  assert_line "lock:         not held"
+  assert_line "shards:       1"
+  assert_line "  $(basename "$shard")"
+  assert_line "    ballot: generation 1, no leader"
+  assert_line "    generations: 1@0"
+  assert_line --regexp "^    [0-9]+ segment\(s\), offsets \[0, 21\), 21 record\(s\), [0-9]+ bytes$"
+  assert_line "problems:     0"
+}
+
+@test "summary --json has the run-state fields, locked_by_pid null, every shard and problem_count 0" {
+  shard=$(mkdata d orders 3 20 --segment-bytes 512)
+  run -0 inspect --json d
+  assert_json
+  [ "$(jget 'j["storage_id"]' <<<"$output")" = "$(cat d/storage-id)" ]
+  [ "$(jget 'j["last_run"]' <<<"$output")" = stopped ]
+  [ "$(jget 'j["fsync_mode"]' <<<"$output")" = periodic ]
+  [ "$(jget 'j["boot_id"]' <<<"$output")" = "$BOOT_ID" ]
+  [ "$(jget 'j["current_boot_id"]' <<<"$output")" = "$BOOT_ID" ]
+  [ "$(jget 'j["next_start"]["rotate"]' <<<"$output")" = false ]
+  [ "$(jget 'j["next_start"]["reason"]' <<<"$output")" = "last run stopped cleanly" ]
+  [ "$(jget 'j["locked_by_pid"]' <<<"$output")" = null ]
+  [ "$(jget 'j["problem_count"]' <<<"$output")" = 0 ]
+  [ "$(jget 'len(j["shards"])' <<<"$output")" = 1 ]
+  [ "$(jget 'j["shards"][0]["dir"]' <<<"$output")" = "$(basename "$shard")" ]
+  [ "$(jget 'j["shards"][0]["stream"]' <<<"$output")" = orders ]
+  [ "$(jget 'j["shards"][0]["shard"]' <<<"$output")" = 3 ]
+  [ "$(jget 'j["shards"][0]["start_offset"]' <<<"$output")" = 0 ]
+  [ "$(jget 'j["shards"][0]["end_offset"]' <<<"$output")" = 21 ]
+  [ "$(jget 'j["shards"][0]["records"]' <<<"$output")" = 21 ]
+  [ "$(jget 'j["shards"][0]["segments"]' <<<"$output")" = "$(ls "$shard"/*.log | wc -l)" ]
+  [ "$(jget 'j["shards"][0]["bytes"]' <<<"$output")" = "$(cat "$shard"/*.log | wc -c)" ]
+  [ "$(jget 'j["shards"][0]["ballot"]["generation"]' <<<"$output")" = 1 ]
+  [ "$(jget 'j["shards"][0]["ballot"]["leader"]' <<<"$output")" = null ]
+  [ "$(jget 'j["shards"][0]["generations"]' <<<"$output")" = '[{"generation": 1, "start_offset": 0}]' ]
+  [ "$(jget 'j["shards"][0]["problems"]' <<<"$output")" = '[]' ]
+}
+
+@test "summary lists every shard of the directory, sorted by directory name" {
+  a=$(mkdata d payments 1 3)
+  b=$(mkdata d orders 0 5)
+  c=$(mkdata d orders 1 7)
+  run -0 inspect d
+  assert_line "shards:       3"
+  [ "$(grep -E '^  [a-z]' <<<"$output" | sed 's/^  //' | tr '\n' ' ')" = \
+    "$(printf '%s\n' "$(basename "$b")" "$(basename "$c")" "$(basename "$a")" | LC_ALL=C sort | tr '\n' ' ')" ]
+  run -0 inspect --json d
+  [ "$(jget '[s["records"] for s in j["shards"]]' <<<"$output")" = "[6, 8, 4]" ]
+  [ "$(jget '[s["stream"] + "/" + str(s["shard"]) for s in j["shards"]]' <<<"$output")" = '["orders/0", "orders/1", "payments/1"]' ]
+}
+
+@test "summary of an empty directory: no storage id yet, created at next start, 0 shards, exit 0" {
+  mkdir d
+  run -0 inspect d
+  assert_line "storage id:   (none: created at next start)"
+  assert_line "last run:     unrecorded (no run-state file)"
+  assert_line "next start:   keep the storage id — no storage-id file: the next start creates a new storage id"
+  assert_line "shards:       0"
+  assert_line "problems:     0"
+  run -0 inspect --json d
+  [ "$(jget 'j["storage_id"]' <<<"$output")" = null ]
+  [ "$(jget 'j["shards"]' <<<"$output")" = '[]' ]
+}
+
+@test "summary of a damaged shard exits 6 and prints a PROBLEM line with file and byte" {
+  shard=$(mkdata d orders 0 20 --segment-bytes 512)
+  rm "$(seg "$shard" 0 .index)"
+  run -6 inspect d
+  assert_line "    PROBLEM $(seg "$shard" 0 .index): byte 0: missing_index (repaired at next start): index file missing; rebuilt at next start"
+  assert_line "problems:     1 (felix-inspect verify shows each one)"
+  run -6 inspect --json d
+  [ "$(jget 'j["problem_count"]' <<<"$output")" = 1 ]
+  [ "$(jget 'j["shards"][0]["problems"][0]["kind"]' <<<"$output")" = missing_index ]
+  [ "$(jget 'j["shards"][0]["problems"][0]["repairable"]' <<<"$output")" = true ]
+}
+
+@test "summary notes a shard whose ballot was made under another storage id" {
+  mkdata a orders 0 2 >/dev/null
+  mkdata d payments 0 2 >/dev/null
+  cp -a a/shards/orders_0-* d/shards/
+  run -0 inspect d
+  assert_line "    note: the ballot's storage id differs from the directory's: the next start makes a new copy id"
+  [ "$(grep -c "note: the ballot's storage id differs" <<<"$output")" -eq 1 ]
+}
+
+@test "summary with a malformed run-state exits 6 naming the file and byte, with a verify hint" {
+  mkdata d orders 0 2 >/dev/null
+  sed -i 's/^state=stopped$/state=paused/' d/run-state
+  run -6 --separate-stderr inspect d
+  assert_equal "$output" ""
+  [ "${stderr_lines[0]}" = "felix-inspect: error: d/run-state: byte 0: state=paused is neither running nor stopped" ]
+  [ "${stderr_lines[1]}" = "felix-inspect: hint: felix-inspect verify DATADIR lists every problem" ]
+}
+
+@test "summary says the lock is held by a running broker and names the holder's pid" {
+  mkdata d orders 0 2 >/dev/null
+  flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
+  LOCK_PID=$!
+  wait_until 5 flock_held d/lock
+  run -0 inspect d
+  assert_line "lock:         held by a running broker, pid $LOCK_PID (what you see may change under you)"
+  run -0 inspect --json d
+  [ "$(jget 'j["locked_by_pid"]' <<<"$output")" = "$LOCK_PID" ]
+}
+
+@test "summary says the lock is not held when the lock file exists but nobody holds it" {
+  mkdata d orders 0 2 >/dev/null
+  : >d/lock
+  run -0 inspect d
+  assert_line "lock:         not held"
+  run -0 inspect --json d
+  [ "$(jget 'j["locked_by_pid"]' <<<"$output")" = null ]
+}

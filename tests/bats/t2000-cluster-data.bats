@@ -1,0 +1,116 @@
+#!/usr/bin/env bats
+# A control plane and three brokers on loopback: streams, the data path and
+# the JSON shapes scripts rely on (DESIGN.md §5).
+
+load cluster
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+}
+
+setup() {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  cluster_up 3
+}
+
+teardown() {
+  cluster_teardown
+  if [ -n "${BATS_TEST_FAILED:-}" ] || [ "${BATS_ERROR_STATUS:-0}" != 0 ]; then tail -n 30 "$C"/*.log >&3 2>/dev/null || true; fi
+}
+
+@test "three brokers register and broker list shows them alive with the fixed JSON fields" {
+  run -0 "$CTL" -o json broker list
+  assert_json
+  [ "$(echo "$output" | jget 'len(j)')" = 3 ]
+  run -0 bash -c "'$CTL' -o json broker list | python3 -c '
+import json, sys
+for b in json.load(sys.stdin):
+    for k in (\"id\", \"storage_id\", \"incarnation\", \"address\", \"alive\", \"fsync_mode\"):
+        assert k in b, k
+    assert b[\"alive\"] is True and b[\"fsync_mode\"] == \"periodic\" and len(b[\"storage_id\"]) == 32
+print(\"ok\")'"
+  assert_output ok
+  run -0 "$CTL" broker list
+  assert_line --index 0 --regexp '^ID +ALIVE +ADDRESS'
+}
+
+@test "10,000 records produced through felixctl produce are read back identical by felixctl consume" {
+  run -0 "$CTL" stream create orders --shards 2 --replicas 1
+  wait_until 20 shard_is orders/0 Active
+  python3 -c '
+import random
+random.seed(7)
+for i in range(10000):
+    print("record-%05d-%s" % (i, "x" * random.randint(0, 200)))' >"$BATS_TEST_TMPDIR/in.txt"
+  run -0 bash -c "'$CTL' produce orders --shard 0 <'$BATS_TEST_TMPDIR/in.txt'"
+  "$CTL" consume orders --shard 0 >"$BATS_TEST_TMPDIR/out.txt"
+  cmp "$BATS_TEST_TMPDIR/in.txt" "$BATS_TEST_TMPDIR/out.txt"
+  run -0 "$CTL" -o json consume orders --shard 0 --from 1 --count 2
+  [ "${#lines[@]}" -eq 2 ]
+  [ "$(echo "${lines[0]}" | jget 'j["offset"]')" = 1 ]
+  [ "$(echo "${lines[0]}" | jget '__import__("base64").b64decode(j["payload_b64"]).decode()[:12]')" = record-00000 ]
+  echo "${lines[1]}" | jget 'j["timestamp_micros"] > 0' | grep -qx true
+}
+
+@test "shard describe has the fixed JSON fields and the leader serves at generation 1" {
+  run -0 "$CTL" stream create events --shards 3 --replicas 1
+  wait_until 20 shard_is events/2 Active
+  run -0 "$CTL" -o json shard describe events/2
+  run -0 bash -c "'$CTL' -o json shard describe events/2 | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+for k in (\"stream\", \"shard\", \"generation\", \"state\", \"leader\", \"hwm\", \"replicas\"):
+    assert k in j, k
+assert j[\"stream\"] == \"events\" and j[\"shard\"] == 2 and j[\"generation\"] == 1 and j[\"state\"] == \"Active\"
+r = j[\"replicas\"][0]
+for k in (\"broker\", \"storage_id\", \"registered_storage_id\", \"copy_id\", \"incarnation\", \"confirmed\", \"caught_up\", \"stranger\"):
+    assert k in r, k
+assert r[\"broker\"] == j[\"leader\"] and r[\"stranger\"] is False
+print(\"ok\")'"
+  assert_output ok
+  run -0 "$CTL" -o json shard list --state Active
+  [ "$(echo "$output" | jget 'len(j)')" = 3 ]
+}
+
+@test "stream create is refused with a reason when too few brokers are alive, and names must be valid" {
+  run -4 "$CTL" stream create big --shards 1 --replicas 5
+  assert_output --partial "replicas"
+  run -2 "$CTL" stream create 'bad/name' --shards 1 --replicas 1
+  run -0 "$CTL" stream create twice --shards 1 --replicas 1
+  run -4 "$CTL" stream create twice --shards 1 --replicas 1
+}
+
+@test "requests without the right token get 401 and change nothing" {
+  run -0 curl -s -o /dev/null -w '%{http_code}' "$FELIX_CONTROL_PLANE/v1/streams"
+  assert_output 401
+  run -0 curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" -X POST \
+    -d '{"name":"sneaky","shards":1,"replicas":1}' "$FELIX_CONTROL_PLANE/v1/streams"
+  assert_output 401
+  run -0 curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$C/cp.db.broker-token")" \
+    -X POST -d '{"name":"sneaky","shards":1,"replicas":1}' "$FELIX_CONTROL_PLANE/v1/streams"
+  assert_output 401
+  run -0 curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $(cat "$C/cp.db.admin-token")" \
+    -X POST -d '{"broker_id":"x"}' "$FELIX_CONTROL_PLANE/v1/broker/heartbeat"
+  assert_output 401
+  run -0 "$CTL" -o json stream list
+  refute_output --partial sneaky
+  run -1 "$CTL" --token-file "$C/cp.db.broker-token" stream list
+}
+
+@test "a publish of an empty record is refused and nothing of the batch is acknowledged" {
+  run -0 "$CTL" stream create e --shards 1 --replicas 1
+  wait_until 20 shard_is e/0 Active
+  run -2 bash -c "printf 'a\n\nb\n' | '$CTL' produce e --shard 0"
+  assert_output --partial "line 2"
+  run -0 "$CTL" consume e --shard 0
+  assert_output a
+}
+
+@test "/live, /ready and /metrics answer on the broker's HTTP port" {
+  run -0 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT_BASE + 21))/live"
+  assert_output 200
+  run -0 curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((PORT_BASE + 21))/ready"
+  assert_output 200
+  run -0 curl -s "http://127.0.0.1:$((PORT_BASE + 21))/metrics"
+  assert_output --partial "felix_appends_total"
+}

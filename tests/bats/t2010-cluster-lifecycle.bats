@@ -1,0 +1,98 @@
+#!/usr/bin/env bats
+# Broker and control-plane lifecycle with real processes: drain, SIGKILL on
+# the same boot, a simulated machine restart, control-plane restarts, and the
+# directory lock. Every broker runs in the default periodic fsync mode.
+
+load cluster
+
+setup() {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  cluster_up 2
+  run -0 "$CTL" stream create s --shards 2 --replicas 1
+  wait_until 20 shard_is s/0 Active
+  wait_until 20 shard_is s/1 Active
+  LEADER=$("$CTL" -o json shard describe s/0 | jget 'j["leader"]')
+  N=${LEADER#b}
+}
+
+teardown() {
+  cluster_teardown
+  if [ -n "${BATS_TEST_FAILED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
+}
+
+storage_id_of() { "$CTL" -o json broker list | jget "[b['storage_id'] for b in j if b['id'] == '$1'][0]"; }
+produce_n() { seq 1 "$1" | "$CTL" produce s --shard 0 >/dev/null 2>&1; }
+consumed() { "$CTL" consume s --shard 0 2>/dev/null | wc -l; }
+incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'] for b in j if b['id'] == '$1'][0]")" != "$2" ]; }
+
+@test "SIGTERM drains to state=stopped, exits 0, and a restart keeps the storage id" {
+  produce_n 100
+  sid=$(storage_id_of "$LEADER")
+  pid=$(pid_of "$LEADER")
+  kill -TERM "$pid"
+  wait_exit "$pid" 30
+  grep -q 'msg="drained: run-state state=stopped"' "$C/$LEADER.log"
+  grep -q '^state=stopped$' "$C/$LEADER/run-state"
+  run -0 "$FELIX_BUILD/felix-inspect" --json run-state "$C/$LEADER"
+  [ "$(echo "$output" | jget 'j["next_start"]["rotate"]')" = false ]
+  broker_start "$N"
+  wait_until 20 generation_above s/0 1
+  wait_until 20 shard_is s/0 Active
+  [ "$(storage_id_of "$LEADER")" = "$sid" ]
+  [ "$(consumed)" -eq 100 ]
+}
+
+@test "SIGKILL on the same boot keeps the storage id and loses no acknowledged record" {
+  produce_n 500
+  sid=$(storage_id_of "$LEADER")
+  inc=$("$CTL" -o json broker list | jget "[b['incarnation'] for b in j if b['id'] == '$LEADER'][0]")
+  stop_process "$LEADER" KILL
+  grep -q '^state=running$' "$C/$LEADER/run-state"
+  broker_start "$N"
+  wait_until 20 incarnation_changed "$LEADER" "$inc"
+  wait_until 20 generation_above s/0 1
+  wait_until 20 shard_is s/0 Active
+  [ "$(storage_id_of "$LEADER")" = "$sid" ]
+  grep -q 'msg="storage id kept"' "$C/$LEADER.log"
+  [ "$(consumed)" -eq 500 ]
+  seq 501 510 | "$CTL" produce s --shard 0
+  [ "$(consumed)" -eq 510 ]
+}
+
+@test "SIGKILL and a new boot id under periodic bring the broker back under a new storage id" {
+  produce_n 20
+  sid=$(storage_id_of "$LEADER")
+  stop_process "$LEADER" KILL
+  echo "boot-$RANDOM-two" >"$FELIX_BOOT_ID_FILE"
+  broker_start "$N"
+  wait_until 20 bash -c "[ \"\$('$CTL' -o json broker list | python3 -c 'import json,sys; print([b[\"storage_id\"] for b in json.load(sys.stdin) if b[\"id\"] == \"$LEADER\"][0])')\" != '$sid' ]"
+  new=$(storage_id_of "$LEADER")
+  [ "$new" != "$sid" ]
+  [ "$(cat "$C/$LEADER/storage-id")" = "$new" ]
+  grep -q 'msg="storage id rotated"' "$C/$LEADER.log"
+  run -0 "$CTL" broker list
+  assert_output --partial "$new"
+  # one replica, its only copy now a stranger: the shard waits, never serves a short copy
+  wait_until 20 shard_is s/0 NoCaughtUpReplica
+}
+
+@test "a control-plane restart loses no stream, shard or generation" {
+  produce_n 10
+  before=$("$CTL" -o json shard list | jget '[(s["stream"], s["shard"], s["generation"], s["leader"]) for s in j]')
+  streams=$("$CTL" -o json stream list | jget '[(s["name"], s["uuid"]) for s in j]')
+  stop_process cp TERM
+  cp_start
+  wait_until 20 brokers_alive 2
+  [ "$("$CTL" -o json stream list | jget '[(s["name"], s["uuid"]) for s in j]')" = "$streams" ]
+  [ "$("$CTL" -o json shard list | jget '[(s["stream"], s["shard"], s["generation"], s["leader"]) for s in j]')" = "$before" ]
+  [ "$(consumed)" -eq 10 ]
+  seq 1 5 | "$CTL" produce s --shard 0
+  [ "$(consumed)" -eq 15 ]
+}
+
+@test "a second broker on the same data directory is refused, naming the holder's pid" {
+  pid=$(pid_of b1)
+  run -4 "$BROKER" run --id b9 --data-dir "$C/b1" --listen 127.0.0.1:$((PORT_BASE + 39)) --http 127.0.0.1:$((PORT_BASE + 38)) \
+    --control-plane "$FELIX_CONTROL_PLANE" --token-file "$C/cp.db.broker-token"
+  assert_output --partial "pid $pid"
+}
