@@ -28,17 +28,19 @@ deps:
 
 $(BUILD)/lib/%.o: lib/%.c $(LIB_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -c $< -o $@
 
 $(BUILD)/san/%.o: lib/%.c $(LIB_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -c $< -o $@
+	@echo "  CC san  $<"
+	@$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -c $< -o $@
 
 $(BUILD)/libfelix.a: $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRC))
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/libfelix-san.a: $(patsubst lib/%.c,$(BUILD)/san/%.o,$(LIB_SRC))
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(INSPECT_SRC) $(BUILD)/libfelix.a -lcjson $(LDLIBS) -o $@
@@ -76,23 +78,32 @@ check: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN)
 	@sh tests/run-all.sh
 
-bench: $(BUILD)/bench/log_bench
+bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench
+	@BUILD=$(BUILD) bash bench/run-broker-bench.sh
 
 $(BUILD)/bench/log_bench: bench/log_bench.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
+$(BUILD)/bench/broker_bench: bench/broker_bench.c $(BUILD)/libfelix.a
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	install -m 755 $(BUILD)/felix-inspect $(BUILD)/felix-broker $(BUILD)/felixctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
-	install -m 644 completions/felix-inspect.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/felix-inspect
-	install -m 644 completions/_felix-inspect $(DESTDIR)$(PREFIX)/share/zsh/site-functions/
-	install -m 644 completions/felix-inspect.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/
+	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	for p in felix-inspect felix-broker felixctl; do \
+	  install -m 644 completions/$$p.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$p && \
+	  install -m 644 completions/_$$p $(DESTDIR)$(PREFIX)/share/zsh/site-functions/ && \
+	  install -m 644 completions/$$p.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/ || exit 1; \
+	done
 
 run: deps all
 	@bash scripts/run-cluster.sh

@@ -27,6 +27,7 @@ typedef struct broker_config {
   const char *token_file;
   felix_log_config log;
   uint32_t drain_timeout_ms;
+  uint32_t test_slow_drain_ms; /* FELIX_TEST_SLOW_DRAIN_MS: tests only, logged */
 } broker_config;
 
 typedef struct fetch_wait fetch_wait;

@@ -67,10 +67,20 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   c->data_dir = env_or("FELIX_DATA_DIR", NULL);
   c->token_file = env_or("FELIX_TOKEN_FILE", NULL);
   const char *drain = env_or("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", "25000");
-  c->drain_timeout_ms = (uint32_t)strtoul(drain, NULL, 10);
+  char *dend;
+  unsigned long dms = strtoul(drain, &dend, 10);
+  if (*dend || drain[0] < '0' || drain[0] > '9' || dms < 1 || dms > 3600000)
+    return usage_error("environment FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=%s: expected milliseconds from 1 to 3600000%s", drain, "");
+  c->drain_timeout_ms = (uint32_t)dms;
+  c->test_slow_drain_ms = (uint32_t)strtoul(env_or("FELIX_TEST_SLOW_DRAIN_MS", "0"), NULL, 10);
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    static const char *known[] = {"--id", "--data-dir", "--listen", "--http", "--control-plane", "--token-file",
+                                  "--fsync-mode", "--fsync-interval-ms", NULL};
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) return fputs(usage_text, stdout), -2;
+    bool is_known = false;
+    for (int k = 0; known[k] && !is_known; k++) is_known = !strcmp(a, known[k]);
+    if (!is_known) return usage_error("unknown option %s%s", a, "");
     if (!v) return usage_error("%s needs a value%s", a, "");
     i++;
     if (!strcmp(a, "--id")) c->id = v;
@@ -94,6 +104,8 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   if (!valid_id(c->id)) return usage_error("--id: '%s' must be 1 to 64 letters, digits, '.', '_' or '-'%s", c->id, "");
   if (!c->data_dir) return usage_error("--data-dir is required (or FELIX_DATA_DIR)%s%s", "", "");
   if (!c->token_file) return usage_error("--token-file is required (or FELIX_TOKEN_FILE): the control plane's broker token%s%s", "", "");
+  if (access(c->token_file, R_OK) != 0)
+    return usage_error("--token-file %s: %s (the control plane writes <db>.broker-token at its first start)", c->token_file, strerror(errno));
   return 0;
 }
 
@@ -141,6 +153,7 @@ typedef struct drain_work {
 static void drain_flush(uv_work_t *w) {
   drain_work *d = w->data;
   d->ok = true;
+  if (d->b->cfg.test_slow_drain_ms) usleep(d->b->cfg.test_slow_drain_ms * 1000u); /* a slow disk, for tests */
   for (shard *s = d->b->shards; s; s = s->next) {
     felix_err err;
     if (s->log && felix_log_sync(s->log, &err) != FELIX_OK) {
@@ -245,6 +258,8 @@ int broker_main(int argc, char **argv) {
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
   felix_log_event("info", "starting", "id", b->cfg.id, "data_dir", b->cfg.data_dir, "fsync_mode",
                   felix_fsync_mode_name(b->cfg.log.fsync_mode), "pid", pid, NULL);
+  if (b->cfg.test_slow_drain_ms)
+    felix_log_event("warn", "FELIX_TEST_SLOW_DRAIN_MS is set: the drain waits before flushing (tests only)", NULL);
   rc = broker_start_storage(b);
   if (!rc && broker_http_start(b) != 0) rc = FELIX_EXIT_FAILURE;
   if (!rc) rc = run_loop(b);

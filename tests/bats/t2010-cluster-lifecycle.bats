@@ -96,3 +96,27 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
     --control-plane "$FELIX_CONTROL_PLANE" --token-file "$C/cp.db.broker-token"
   assert_output --partial "pid $pid"
 }
+
+@test "a second SIGTERM during a drain is logged and ignored; the drain still ends in state=stopped" {
+  stop_process "$LEADER" TERM
+  FELIX_TEST_SLOW_DRAIN_MS=1500 broker_start "$N"
+  wait_until 20 generation_above s/0 1
+  pid=$(pid_of "$LEADER")
+  kill -TERM "$pid"
+  wait_until 10 grep -q 'msg=draining' "$C/$LEADER.log"
+  kill -TERM "$pid"
+  wait_exit "$pid" 30
+  grep -q 'already draining: signal ignored' "$C/$LEADER.log"
+  grep -q '^state=stopped$' "$C/$LEADER/run-state"
+}
+
+@test "a drain that outlives FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS exits without writing state=stopped" {
+  stop_process "$LEADER" TERM
+  FELIX_TEST_SLOW_DRAIN_MS=5000 FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=300 broker_start "$N"
+  wait_until 20 generation_above s/0 1
+  pid=$(pid_of "$LEADER")
+  kill -TERM "$pid"
+  wait_exit "$pid" 10
+  grep -q 'msg="drain timed out' "$C/$LEADER.log"
+  grep -q '^state=running$' "$C/$LEADER/run-state"
+}

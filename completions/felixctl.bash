@@ -1,0 +1,64 @@
+# bash completion for felixctl(1)                           -*- shell-script -*-
+#
+# Commands and subcommands, global options anywhere, each command's options,
+# and the values of -o, --acks, --state and completion. Install with
+#   felixctl completion bash > /etc/bash_completion.d/felixctl
+# or eval "$(felixctl completion bash)" in ~/.bashrc.
+
+_felixctl() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=
+    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    local global_opts="--control-plane --token-file -o --output --timeout-ms -h --help --version"
+    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count"
+
+    case $prev in
+    --token-file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
+    -o | --output) COMPREPLY=($(compgen -W "table json" -- "$cur")); return 0 ;;
+    --acks) COMPREPLY=($(compgen -W "quorum leader all" -- "$cur")); return 0 ;;
+    --state) COMPREPLY=($(compgen -W "Active Fencing NoCaughtUpReplica" -- "$cur")); return 0 ;;
+    --control-plane | --timeout-ms | --shards | --replicas | --shard | --from | --count)
+        COMPREPLY=(); return 0 ;;
+    esac
+
+    # The command words, skipping options and their values.
+    local group="" verb="" i w
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
+        if [[ $w == -* ]]; then
+            [[ $w != *=* && "|$with_value|" == *"|$w|"* ]] && ((i++))
+        elif [[ -z $group ]]; then
+            group=$w
+        elif [[ -z $verb ]]; then
+            verb=$w
+        fi
+    done
+
+    local subs="" opts=""
+    case $group in
+    "") subs="cluster broker stream shard placement produce consume completion version" ;;
+    cluster) subs="status" ;;
+    broker) subs="list describe" ;;
+    stream) subs="create list describe delete" ;;
+    shard) subs="list describe" ;;
+    placement) subs="history" ;;
+    completion) [[ -z $verb ]] && subs="bash zsh fish" ;;
+    produce) opts="--shard --acks" ;;
+    consume) opts="--shard --from --count --follow" ;;
+    esac
+    case "$group $verb" in
+    "stream create") opts="--shards --replicas --acks" ;;
+    "stream delete") opts="--yes" ;;
+    "shard list") opts="--state" ;;
+    esac
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
+    elif [[ -n $subs && ( -z $group || -z $verb ) ]]; then
+        COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+    else
+        COMPREPLY=()
+    fi
+    return 0
+}
+
+complete -F _felixctl felixctl

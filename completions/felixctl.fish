@@ -1,0 +1,48 @@
+# fish completion for felixctl(1): commands and subcommands, global options,
+# each command's options, and the values of -o, --acks, --state and
+# completion. Install with
+#   felixctl completion fish > ~/.config/fish/completions/felixctl.fish
+
+set -l commands cluster broker stream shard placement produce consume completion version
+
+complete -c felixctl -f
+complete -c felixctl -l control-plane -x -d 'Control plane base URL'
+complete -c felixctl -l token-file -r -F -d 'File holding the admin token'
+complete -c felixctl -s o -l output -x -a 'table json' -d 'Output format'
+complete -c felixctl -l timeout-ms -x -d 'Give up on a request after N ms'
+complete -c felixctl -s h -l help -d 'Show help'
+complete -c felixctl -l version -d 'Print the version'
+
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a cluster -d 'Show brokers alive, streams and shards by state'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a broker -d 'List brokers or describe one'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a stream -d 'Create, list, describe or delete streams'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a shard -d 'List shards or describe one'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a placement -d "Show a shard's placement history"
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a produce -d 'Publish stdin, one record per line'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a consume -d "Print a shard's records, one per line"
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a completion -d 'Print a shell completion script'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
+
+complete -c felixctl -n "__fish_seen_subcommand_from cluster; and not __fish_seen_subcommand_from status" -a status -d 'Cluster summary'
+complete -c felixctl -n "__fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from list describe" -a list -d 'List every broker'
+complete -c felixctl -n "__fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from list describe" -a describe -d 'Describe one broker'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen_subcommand_from create list describe delete" -a create -d 'Create a stream'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen_subcommand_from create list describe delete" -a list -d 'List every stream'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen_subcommand_from create list describe delete" -a describe -d 'Describe one stream'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen_subcommand_from create list describe delete" -a delete -d 'Delete a stream'
+complete -c felixctl -n "__fish_seen_subcommand_from shard; and not __fish_seen_subcommand_from list describe" -a list -d 'List shards'
+complete -c felixctl -n "__fish_seen_subcommand_from shard; and not __fish_seen_subcommand_from list describe" -a describe -d 'Describe one shard'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history" -a history -d "A shard's event history"
+complete -c felixctl -n "__fish_seen_subcommand_from completion; and not __fish_seen_subcommand_from bash zsh fish" -a 'bash zsh fish'
+
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l shards -x -d 'Number of shards'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l replicas -x -d 'Copies of each shard'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l acks -x -a 'quorum leader all' -d 'Ack policy'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from delete" -l yes -d 'Delete without asking'
+complete -c felixctl -n "__fish_seen_subcommand_from shard; and __fish_seen_subcommand_from list" -l state -x -a 'Active Fencing NoCaughtUpReplica' -d 'Only shards in this state'
+complete -c felixctl -n "__fish_seen_subcommand_from produce" -l shard -x -d 'Publish to this shard only'
+complete -c felixctl -n "__fish_seen_subcommand_from produce" -l acks -x -a 'quorum leader all' -d 'Ack policy'
+complete -c felixctl -n "__fish_seen_subcommand_from consume" -l shard -x -d 'The shard to read'
+complete -c felixctl -n "__fish_seen_subcommand_from consume" -l from -x -d 'First offset to read'
+complete -c felixctl -n "__fish_seen_subcommand_from consume" -l count -x -d 'Stop after N records'
+complete -c felixctl -n "__fish_seen_subcommand_from consume" -l follow -d 'Keep waiting for new records'

@@ -1,0 +1,184 @@
+/* cp_decide.c — what the control plane decides for a shard, applied to the
+ * store: copies recorded from inventories, generation 1 once a new shard's
+ * copies exist, and the replication-factor-1 failover (DESIGN.md §4.1, §4.6).
+ * The rules themselves are the pure functions of felix/placement.h; this file
+ * gathers their facts and commits their verdicts. Invariants: a decision is
+ * committed before the caller replies; NoCaughtUpReplica changes only the
+ * shard's state, detail and history, never a generation, pin or slot. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp_log.h"
+#include "cp_state_internal.h"
+#include "felix/fileutil.h"
+
+static int slot_of(const cp_shard_row *sh, const char *broker) {
+  for (int i = 0; i < sh->nslots; i++)
+    if (!strcmp(sh->slots[i].broker, broker)) return i;
+  return -1;
+}
+
+/* Records what one inventory entry tells about its slot; true if sh changed. */
+static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *e, cp_shard_row *sh, felix_err *err) {
+  bool changed = false;
+  int64_t g = e->ballot_generation > e->last_generation ? e->ballot_generation : e->last_generation;
+  if (g > sh->seen_generation) {
+    sh->seen_generation = g; /* the next generation must go above it (§4.6) */
+    changed = true;
+  }
+  int i = slot_of(sh, b->id);
+  if (i < 0 || !felix_hex_valid(e->copy_id, 32)) return changed;
+  cp_slot_row *s = &sh->slots[i];
+  bool fresh_shard = sh->generation == 0 && e->log_end == 0;
+  if (!strcmp(s->copy_id, e->copy_id) || (s->copy_id[0] && !fresh_shard)) return changed;
+  /* Empty slot, or a generation-0 copy made anew before anything was issued. */
+  snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
+  snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
+  s->confirmed = 0;
+  s->floor = 0;
+  s->stranger = !fresh_shard;
+  if (fresh_shard)
+    cp_event_add(cp, "copy_created", sh, b->id, sh->generation, err,
+                 "copy %s of %s/%d created on %s (measured at (0, 0), floor 0)", e->copy_id, sh->stream, sh->shard,
+                 b->id);
+  else
+    cp_event_add(cp, "copy_created", sh, b->id, sh->generation, err,
+                 "copy %s of %s/%d on %s joins as a stranger (holds %" PRId64
+                 "): not eligible until an active leader's report measures it",
+                 e->copy_id, sh->stream, sh->shard, b->id, e->log_end);
+  return true;
+}
+
+void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv) {
+  felix_err err;
+  if (ninv == 0) return;
+  if (cp_store_begin(cp->store, &err)) goto fail;
+  for (size_t k = 0; k < ninv; k++) {
+    cp_shard_row sh;
+    bool found;
+    if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, &err)) goto fail;
+    if (found && note_copy(cp, b, &inv[k], &sh, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
+  }
+  if (cp_store_commit(cp->store, &err) == FELIX_OK) return;
+fail:
+  cp_store_rollback(cp->store);
+  cp_log("error", "cannot record inventory", "broker", b->id, "error", err.msg, NULL);
+}
+
+/* Pins generation G+1 on slot i's copy and current incarnation, and commits. */
+static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *why) {
+  cp_broker_row b;
+  bool found;
+  felix_err err;
+  if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found) return;
+  cp_shard_row next = *sh;
+  next.generation = felix_next_generation(sh->generation, sh->seen_generation);
+  snprintf(next.leader, sizeof next.leader, "%s", b.id);
+  snprintf(next.leader_copy_id, sizeof next.leader_copy_id, "%s", sh->slots[i].copy_id);
+  snprintf(next.leader_incarnation, sizeof next.leader_incarnation, "%s", b.incarnation);
+  snprintf(next.state, sizeof next.state, "Fencing");
+  next.detail[0] = '\0';
+  if (cp_store_begin(cp->store, &err) || cp_store_shard_put(cp->store, &next, &err) ||
+      cp_store_pin_insert(cp->store, &next, (int64_t)(felix_now_micros() / 1000000u), &err) ||
+      cp_event_add(cp, "generation", &next, b.id, next.generation, &err,
+                   "generation %" PRId64 " issued to %s (copy %s, incarnation %s): %s", next.generation, b.id,
+                   next.leader_copy_id, next.leader_incarnation, why) ||
+      cp_store_commit(cp->store, &err)) {
+    cp_store_rollback(cp->store);
+    cp_log("error", "cannot issue generation", "stream", sh->stream, "error", err.msg, NULL);
+    return;
+  }
+  *sh = next;
+}
+
+static int leaderships_of(cp_state *cp, const char *broker) {
+  cp_shard_row *rows = NULL;
+  size_t n = 0;
+  felix_err err;
+  int count = 0;
+  if (cp_store_shards_list(cp->store, NULL, &rows, &n, &err) == FELIX_OK)
+    for (size_t k = 0; k < n; k++) count += rows[k].generation > 0 && !strcmp(rows[k].leader, broker);
+  free(rows);
+  return count;
+}
+
+/* Generation 0: once every replica's empty copy is recorded, generation 1
+ * goes to the live replica with the fewest leaderships (§4.1). */
+static void issue_first(cp_state *cp, cp_shard_row *sh) {
+  felix_place_broker pb[FELIX_MAX_REPLICAS];
+  size_t cands[FELIX_MAX_REPLICAS], nc = 0;
+  for (int i = 0; i < sh->nslots; i++) {
+    if (!sh->slots[i].copy_id[0] || sh->slots[i].stranger) return;
+    pb[i] = (felix_place_broker){.id = sh->slots[i].broker, .alive = cp_broker_alive(cp, sh->slots[i].broker)};
+    if (!pb[i].alive) continue;
+    pb[i].leaderships = leaderships_of(cp, pb[i].id);
+    cands[nc++] = (size_t)i;
+  }
+  if (nc == 0) return;
+  size_t i = felix_pick_first_leader(pb, cands, nc);
+  issue_generation(cp, sh, (int)i, "every replica's empty copy exists");
+}
+
+/* Why the pinned leader of the current generation can no longer lead, or NULL. */
+static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
+  cp_broker_row b;
+  bool found;
+  felix_err err;
+  if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err) || !found) return NULL;
+  if (!cp_broker_alive(cp, b.id)) {
+    snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
+  } else if (strcmp(b.incarnation, sh->leader_incarnation) != 0) {
+    snprintf(why, cap, "leader %s lost: registered again as incarnation %s", b.id, b.incarnation);
+  } else {
+    int i = slot_of(sh, b.id);
+    if (i < 0 || !strcmp(sh->slots[i].copy_id, sh->leader_copy_id)) return NULL;
+    snprintf(why, cap, "leader %s lost: its copy id changed", b.id);
+  }
+  return why;
+}
+
+static void mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, const char *detail) {
+  if (!strcmp(sh->state, "NoCaughtUpReplica") && !strcmp(sh->detail, detail)) return; /* already said */
+  felix_err err;
+  cp_shard_row next = *sh;
+  snprintf(next.state, sizeof next.state, "NoCaughtUpReplica");
+  snprintf(next.detail, sizeof next.detail, "%s", detail);
+  if (cp_store_begin(cp->store, &err) || cp_store_shard_put(cp->store, &next, &err) ||
+      cp_event_add(cp, "no_caught_up_replica", &next, next.leader, next.generation, &err,
+                   "%s/%d has no caught-up replica (%s); excluded: %s", next.stream, next.shard, lost, detail) ||
+      cp_store_commit(cp->store, &err)) {
+    cp_store_rollback(cp->store);
+    cp_log("error", "cannot record shard state", "stream", sh->stream, "error", err.msg, NULL);
+    return;
+  }
+  *sh = next;
+}
+
+static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
+  felix_copy_view views[FELIX_MAX_REPLICAS];
+  for (int i = 0; i < sh->nslots; i++) {
+    const cp_slot_row *s = &sh->slots[i];
+    const cp_inv_entry *e = cp_inventory_find(cp, s->broker, sh->stream_uuid, sh->shard);
+    views[i] = (felix_copy_view){.broker = s->broker, .alive = cp_broker_alive(cp, s->broker),
+                                 .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
+                                 .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
+                                 .last_generation = e ? e->last_generation : 0};
+  }
+  felix_failover_verdict v;
+  int chosen = felix_decide_failover(views, (size_t)sh->nslots, sh->max_hwm, sh->max_hwm_generation, &v);
+  if (chosen >= 0) issue_generation(cp, sh, chosen, lost);
+  else mark_no_caught_up(cp, sh, lost, v.detail);
+}
+
+void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
+  if (sh->generation == 0) {
+    issue_first(cp, sh);
+    return;
+  }
+  char why[300];
+  const char *lost = leader_lost(cp, sh, why, sizeof why);
+  if (!lost || cp_shard_waiting(cp, sh)) return; /* §4.8: no decision before inventories */
+  failover(cp, sh, lost);
+}

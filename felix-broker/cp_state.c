@@ -1,0 +1,226 @@
+/* cp_state.c — opening the engine, leases on the paused clock, in-memory
+ * inventories, and the ticker's work (cp_state.h). Invariant: after a start
+ * every known broker holds one fresh lease (renewed at clock time 0), and no
+ * failover decision is made for a shard until a majority of its replicas
+ * sent an inventory or one lease has passed on the clock. */
+#include "cp_state_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cp_log.h"
+#include "felix/fileutil.h"
+
+cp_live *cp_live_get(cp_state *cp, const char *id, bool create) {
+  for (size_t i = 0; i < cp->nlive; i++)
+    if (!strcmp(cp->live[i].id, id)) return &cp->live[i];
+  if (!create) return NULL;
+  if (cp->nlive == cp->caplive) {
+    size_t ncap = cp->caplive ? cp->caplive * 2 : 16;
+    cp_live *p = realloc(cp->live, ncap * sizeof *p);
+    if (!p) return NULL;
+    cp->live = p;
+    cp->caplive = ncap;
+  }
+  cp_live *l = &cp->live[cp->nlive++];
+  memset(l, 0, sizeof *l);
+  snprintf(l->id, sizeof l->id, "%s", id);
+  l->renewed_ms = cp->clock.now_ms;
+  l->was_alive = true;
+  return l;
+}
+
+void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv) {
+  free(l->inv);
+  l->inv = NULL;
+  l->ninv = 0;
+  l->inventory_seen = true;
+  if (ninv == 0) return;
+  l->inv = malloc(ninv * sizeof *inv);
+  if (!l->inv) return;
+  memcpy(l->inv, inv, ninv * sizeof *inv);
+  l->ninv = ninv;
+}
+
+void cp_live_renew(cp_state *cp, cp_live *l) {
+  l->renewed_ms = cp->clock.now_ms;
+  l->was_alive = true;
+}
+
+felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instance_id, uint64_t lease_ms,
+                           uint64_t real_now_ms, felix_err *err) {
+  memset(cp, 0, sizeof *cp);
+  pthread_mutex_init(&cp->mu, NULL);
+  cp->open = true;
+  cp->lease_ms = lease_ms;
+  cp->heartbeat_ms = lease_ms / 5 < CP_HEARTBEAT_MS ? (lease_ms / 5 ? lease_ms / 5 : 1) : CP_HEARTBEAT_MS;
+  cp->started_at = (int64_t)(felix_now_micros() / 1000000u);
+  /* A pause longer than two ticks counts as two ticks: see lease.h. */
+  felix_lease_clock_init(&cp->clock, real_now_ms, 2 * CP_TICK_MS);
+  if (instance_id) {
+    snprintf(cp->instance_id, sizeof cp->instance_id, "%s", instance_id);
+  } else {
+    unsigned char raw[16];
+    if (felix_random_bytes(raw, sizeof raw, err)) {
+      cp_state_close(cp);
+      return err->status;
+    }
+    felix_hex_encode(raw, sizeof raw, cp->instance_id);
+  }
+  if (cp_store_open(db_path, &cp->store, err)) {
+    cp_state_close(cp);
+    return err->status;
+  }
+  cp_broker_row *bs = NULL;
+  size_t n = 0;
+  if (cp_store_brokers_list(cp->store, &bs, &n, err)) {
+    cp_state_close(cp);
+    return err->status;
+  }
+  for (size_t i = 0; i < n; i++) cp_live_get(cp, bs[i].id, true); /* one fresh lease each */
+  free(bs);
+  return FELIX_OK;
+}
+
+void cp_state_close(cp_state *cp) {
+  if (!cp->open) return;
+  cp->open = false;
+  for (size_t i = 0; i < cp->nlive; i++) free(cp->live[i].inv);
+  free(cp->live);
+  cp->live = NULL;
+  cp->nlive = cp->caplive = 0;
+  cp_store_close(cp->store);
+  cp->store = NULL;
+  pthread_mutex_destroy(&cp->mu);
+}
+
+bool cp_broker_alive(cp_state *cp, const char *id) {
+  cp_live *l = cp_live_get(cp, id, false);
+  return l && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
+}
+
+uint64_t cp_broker_lease_age(cp_state *cp, const char *id) {
+  cp_live *l = cp_live_get(cp, id, false);
+  return l ? felix_lease_age(l->renewed_ms, cp->clock.now_ms) : cp->clock.now_ms;
+}
+
+const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
+  cp_live *l = cp_live_get(cp, broker, false);
+  if (!l) return NULL;
+  for (size_t i = 0; i < l->ninv; i++)
+    if (l->inv[i].shard == shard && !strcmp(l->inv[i].stream_uuid, stream_uuid)) return &l->inv[i];
+  return NULL;
+}
+
+bool cp_shard_waiting(cp_state *cp, const cp_shard_row *sh) {
+  if (cp->grace_over) return false;
+  int seen = 0;
+  for (int i = 0; i < sh->nslots; i++) {
+    cp_live *l = cp_live_get(cp, sh->slots[i].broker, false);
+    seen += l && l->inventory_seen;
+  }
+  return seen < sh->nslots / 2 + 1;
+}
+
+bool cp_waiting_for_inventories(cp_state *cp) {
+  if (cp->grace_over) return false;
+  cp_shard_row *rows = NULL;
+  size_t n = 0;
+  felix_err err;
+  bool waiting = false;
+  if (cp_store_shards_list(cp->store, NULL, &rows, &n, &err) == FELIX_OK)
+    for (size_t i = 0; i < n && !waiting; i++) waiting = rows[i].generation > 0 && cp_shard_waiting(cp, &rows[i]);
+  free(rows);
+  return waiting;
+}
+
+static bool notice_lapses(cp_state *cp) {
+  bool changed = false;
+  for (size_t i = 0; i < cp->nlive; i++) {
+    cp_live *l = &cp->live[i];
+    bool alive = felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
+    if (l->was_alive && !alive) {
+      felix_err err;
+      char id[CP_ID_MAX];
+      snprintf(id, sizeof id, "%s", l->id); /* l may move if events create entries */
+      if (cp_store_begin(cp->store, &err) == FELIX_OK &&
+          cp_event_add(cp, "lease_lapsed", NULL, id, -1, &err, "lease of %s lapsed (no heartbeat for %llu ms)", id,
+                       (unsigned long long)cp->lease_ms) == FELIX_OK)
+        cp_store_commit(cp->store, &err);
+      else
+        cp_store_rollback(cp->store);
+      l = &cp->live[i];
+      changed = true;
+    }
+    l->was_alive = alive;
+  }
+  return changed;
+}
+
+void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
+  felix_lease_clock_advance(&cp->clock, real_now_ms);
+  bool changed = notice_lapses(cp);
+  if (!cp->grace_over && cp->clock.now_ms >= cp->lease_ms) {
+    cp->grace_over = true;
+    cp_log("info", "start-up wait for inventories ended", NULL);
+    changed = true;
+  }
+  if (changed) cp_reevaluate_all(cp);
+}
+
+void cp_reevaluate_all(cp_state *cp) {
+  cp_shard_row *rows = NULL;
+  size_t n = 0;
+  felix_err err;
+  if (cp_store_shards_list(cp->store, NULL, &rows, &n, &err) != FELIX_OK) {
+    cp_log("error", "cannot list shards", "error", err.msg, NULL);
+    free(rows);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) cp_evaluate_shard(cp, &rows[i]);
+  free(rows);
+}
+
+felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh, const char *broker,
+                          int64_t generation, felix_err *err, const char *fmt, ...) {
+  cp_event e;
+  memset(&e, 0, sizeof e);
+  e.ts = (int64_t)(felix_now_micros() / 1000000u);
+  snprintf(e.kind, sizeof e.kind, "%s", kind);
+  e.shard = -1;
+  if (sh) {
+    snprintf(e.stream, sizeof e.stream, "%s", sh->stream);
+    snprintf(e.stream_uuid, sizeof e.stream_uuid, "%s", sh->stream_uuid);
+    e.shard = sh->shard;
+  }
+  e.generation = generation;
+  snprintf(e.broker, sizeof e.broker, "%s", broker ? broker : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e.message, sizeof e.message, fmt, ap);
+  va_end(ap);
+  cp_log("info", e.message, "event", kind, NULL);
+  return cp_store_event_add(cp->store, &e, err);
+}
+
+void cp_outcome_ok(cp_outcome *o, int status) {
+  memset(o, 0, sizeof *o);
+  o->status = status;
+}
+
+void cp_outcome_fail(cp_outcome *o, int status, const char *hint, const char *fmt, ...) {
+  memset(o, 0, sizeof *o);
+  o->status = status;
+  snprintf(o->hint, sizeof o->hint, "%s", hint ? hint : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(o->error, sizeof o->error, fmt, ap);
+  va_end(ap);
+}
+
+void cp_outcome_store_error(cp_outcome *o, const felix_err *err) {
+  cp_log("error", "database error", "error", err->msg, NULL);
+  cp_outcome_fail(o, 500, "see the control plane's log", "database error: %s", err->msg);
+}

@@ -1,0 +1,125 @@
+/* cp_state.h — the control plane's engine: leases, inventories and every
+ * decision, over the store (DESIGN.md §4.1, §4.5, §4.6, §4.8).
+ *
+ * The HTTP layer parses and validates JSON, takes cp->mu, calls one of these
+ * functions, builds its reply from the store, and releases the lock; tests
+ * call the same functions directly. Invariants: every change of generation,
+ * pin, placement or incarnation is committed before the function returns (so
+ * before any reply); leases and inventories live only in memory and are
+ * rebuilt after a start (one fresh lease per known broker, a bounded wait for
+ * inventories before any failover decision). */
+#ifndef FELIX_CP_STATE_H
+#define FELIX_CP_STATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cp_store.h"
+#include "felix/lease.h"
+
+#define CP_TICK_MS 100
+#define CP_DEFAULT_LEASE_MS 5000
+#define CP_HEARTBEAT_MS 1000
+
+typedef struct cp_inv_entry {
+  char stream[CP_ID_MAX];
+  char stream_uuid[40];
+  int shard;
+  char copy_id[CP_HEX_MAX];
+  int64_t log_start, log_end, last_generation, ballot_generation;
+  char ballot_leader[CP_ID_MAX];
+} cp_inv_entry;
+
+/* What the control plane knows of a broker only while it runs. */
+typedef struct cp_live {
+  char id[CP_ID_MAX];
+  uint64_t renewed_ms;  /* lease clock time of the last renewal */
+  bool was_alive;       /* at the previous tick: lapses are noticed once */
+  bool inventory_seen;  /* an inventory arrived since this start */
+  cp_inv_entry *inv;
+  size_t ninv;
+} cp_live;
+
+typedef struct cp_state {
+  bool open; /* between cp_state_open and cp_state_close */
+  pthread_mutex_t mu;
+  cp_store *store;
+  char instance_id[33];
+  uint64_t lease_ms, heartbeat_ms;
+  felix_lease_clock clock;
+  int64_t started_at; /* unix seconds */
+  bool grace_over;    /* the post-start wait for inventories has ended */
+  cp_live *live;
+  size_t nlive, caplive;
+} cp_state;
+
+/* The HTTP status and error sentence of an operation that did not succeed. */
+typedef struct cp_outcome {
+  int status; /* 200 / 201 on success */
+  bool reregister;
+  char error[1024];
+  char hint[256];
+} cp_outcome;
+
+/* Opens the store and starts leases: instance_id NULL makes a random one.
+ * On failure nothing stays open (cp_state_close is then a no-op). */
+felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instance_id, uint64_t lease_ms,
+                           uint64_t real_now_ms, felix_err *err);
+void cp_state_close(cp_state *cp);
+
+/* Advances the lease clock; notices lapses and the end of the start-up wait,
+ * and re-evaluates the shards when either happened. Caller holds mu. */
+void cp_state_tick(cp_state *cp, uint64_t real_now_ms);
+
+bool cp_broker_alive(cp_state *cp, const char *id);
+uint64_t cp_broker_lease_age(cp_state *cp, const char *id);
+/* True while a start-up wait for inventories holds back a failover decision. */
+bool cp_waiting_for_inventories(cp_state *cp);
+bool cp_shard_waiting(cp_state *cp, const cp_shard_row *sh);
+/* The inventory entry of broker for (stream_uuid, shard), or NULL. */
+const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
+
+typedef struct cp_register_req {
+  const char *broker_id, *storage_id, *boot_id, *fsync_mode, *address, *http_address;
+  bool rotated;
+  const cp_inv_entry *inv;
+  size_t ninv;
+} cp_register_req;
+
+/* 200 with the new incarnation, or 409 for a live duplicate storage id. */
+void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC_MAX], cp_outcome *out);
+/* 200, or 409 with reregister when the incarnation is not the current one.
+ * inv NULL: no inventory in this heartbeat. */
+void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, const cp_inv_entry *inv, size_t ninv,
+                  cp_outcome *out);
+/* The incarnation check alone (GET assignments). */
+void cp_check_incarnation(cp_state *cp, const char *broker, const char *incarnation, cp_outcome *out);
+
+typedef struct cp_report_shard {
+  const char *stream;
+  int shard;
+  int64_t generation;
+  const char *copy_id;
+  int64_t log_start, log_end, last_generation, generation_start, hwm;
+} cp_report_shard;
+
+typedef struct cp_report_rejection {
+  char stream[CP_ID_MAX];
+  int shard;
+  char reason[200];
+} cp_report_rejection;
+
+/* Judges each shard; rejected[] has room for nshards. Returns the number accepted. */
+int cp_report(cp_state *cp, const char *broker, const char *incarnation, int64_t seq, const cp_report_shard *shards,
+              size_t nshards, cp_report_rejection *rejected, size_t *nrejected, cp_outcome *out);
+
+/* 201 with *created filled; 409 exists; 422 replicas > 1 or too few alive. */
+void cp_stream_create(cp_state *cp, const char *name, int shards, int replicas, const char *acks,
+                      cp_stream_row *created, cp_outcome *out);
+void cp_stream_delete(cp_state *cp, const char *name, cp_stream_row *deleted, cp_outcome *out);
+
+/* Re-evaluates every shard: generation 1 after inventories, failovers. */
+void cp_reevaluate_all(cp_state *cp);
+
+#endif

@@ -1,0 +1,29 @@
+/* cp_state_internal.h — helpers shared by the engine's files (cp_state.c,
+ * cp_decide.c, cp_registry.c, cp_streams.c); not for the HTTP layer. */
+#ifndef FELIX_CP_STATE_INTERNAL_H
+#define FELIX_CP_STATE_INTERNAL_H
+
+#include "cp_state.h"
+
+cp_live *cp_live_get(cp_state *cp, const char *id, bool create);
+/* Replaces the broker's inventory and marks it seen since this start. */
+void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv);
+void cp_live_renew(cp_state *cp, cp_live *l);
+
+/* Adds a history event (inside the caller's transaction) and logs it. */
+felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh, const char *broker,
+                          int64_t generation, felix_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+void cp_outcome_ok(cp_outcome *o, int status);
+void cp_outcome_fail(cp_outcome *o, int status, const char *hint, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void cp_outcome_store_error(cp_outcome *o, const felix_err *err);
+
+/* Decides one shard (cp_decide.c): generation 1 once its copies exist, a
+ * failover when its leader is lost. Commits whatever it decides. */
+void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh);
+/* Records copies an inventory lists for slots that have none (cp_decide.c). */
+void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv);
+
+#endif
