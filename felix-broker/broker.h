@@ -87,6 +87,7 @@ typedef struct broker {
   char boot_id[FELIX_BOOT_ID_MAX + 1];
   char boot_source[8];
   bool rotated;
+  bool startup_sync_failed; /* a sync failed while recovering: the token cannot vouch */
   char rotate_reason[256];
   shard *shards;
   leader_entry *leaders;
@@ -98,6 +99,8 @@ typedef struct broker {
   cp_mailbox mb;
   pthread_t cp_thread;
   bool serving, draining, stopping;
+  bool drain_flushed, drain_flush_ok, drain_finished;
+  uint64_t drain_appends_before;
   int exit_code;
   char incarnation[128];
   struct MHD_Daemon *httpd;
@@ -118,7 +121,13 @@ shard *broker_find_shard_uuid(broker *b, const char *uuid, uint32_t index);
 int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid);
 void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char *leader, const char *leader_copy,
                             const char *leader_inc, const char *leader_addr);
-void shard_close(shard *s);
+/* Closes the copy's log (its final sync) and files; FELIX_E_SYNC when that sync failed. */
+felix_status shard_close(shard *s);
+/* Refuses this copy alone (its directory was deleted): stops leading it,
+ * drops it from the inventory; the rest of the broker goes on (§3.2). */
+void shard_refuse(broker *b, shard *s, const char *why);
+/* Removes leftovers of a crash: .new-* (half-made copies) and .deleting-* directories. */
+void broker_remove_leftovers(broker *b);
 void shard_delete(broker *b, shard *s);
 uint64_t shard_last_generation(const shard *s, uint64_t log_end);
 void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
@@ -148,6 +157,8 @@ void broker_update_metrics(broker *b);
 
 /* broker_main.c */
 void broker_begin_drain(broker *b, const char *why);
+/* Finishes a drain once its flush is done and no on_commit batch is pending. */
+void broker_drain_continue(broker *b);
 /* A failed sync: remove the boot token (an unlink needs no space), stop
  * acknowledging, exit 1 without writing state=stopped (§3.2). */
 void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));

@@ -31,6 +31,14 @@ static cJSON *copy_json(const shard *s) {
   cJSON_AddNumberToObject(j, "log_start", (double)st.start_offset);
   cJSON_AddNumberToObject(j, "log_end", (double)st.held_end);
   cJSON_AddNumberToObject(j, "last_generation", (double)shard_last_generation(s, st.held_end));
+  cJSON *g = cJSON_AddArrayToObject(j, "generations");
+  for (size_t i = 0; i < s->gens.count; i++) {
+    if (s->gens.items[i].start_offset >= st.held_end) break; /* no record of it is held */
+    cJSON *pair = cJSON_CreateArray();
+    cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)s->gens.items[i].generation));
+    cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)s->gens.items[i].start_offset));
+    cJSON_AddItemToArray(g, pair);
+  }
   return j;
 }
 
@@ -55,6 +63,7 @@ void broker_publish_report(broker *b) {
     cJSON_AddNumberToObject(j, "generation", (double)s->ballot.generation);
     cJSON_AddNumberToObject(j, "generation_start", (double)s->generation_start);
     cJSON_AddNumberToObject(j, "hwm", (double)s->hwm);
+    cJSON_AddNumberToObject(j, "hwm_generation", (double)(s->hwm ? shard_last_generation(s, s->hwm) : 0));
     cJSON_AddItemToObject(j, "followers", cJSON_CreateArray());
     cJSON_AddItemToArray(arr, j);
   }

@@ -70,6 +70,7 @@ static void held_wait(uv_work_t *w) {
 
 static void held_done(uv_work_t *w, int status) {
   held_work *h = w->data;
+  broker *h_b = h->b;
   shard *s = h->s;
   (void)status;
   s->pending_held--;
@@ -83,9 +84,11 @@ static void held_done(uv_work_t *w, int status) {
     char msg[800];
     snprintf(msg, sizeof msg, "not acknowledged: %s", h->st ? h->err.msg : "leadership changed while the batch was syncing");
     publish_reply(h->c, h->corr, h->st == FELIX_E_SYNC ? FELIX_WS_STORAGE_ERROR : FELIX_WS_UNAVAILABLE, msg, "", 0, 0);
-    if (h->st == FELIX_E_SYNC) broker_fail_closed(h->b, h->err.msg);
+    if (h->st == FELIX_E_GONE) shard_refuse(h->b, s, h->err.msg);
+    else if (h->st == FELIX_E_SYNC) broker_fail_closed(h->b, h->err.msg);
   }
   free(h);
+  broker_drain_continue(h_b);
 }
 
 static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *body, size_t len) {
@@ -113,7 +116,8 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
   if (st) {
     b->append_errors++;
     publish_reply(c, corr, st == FELIX_E_INVAL ? FELIX_WS_TOO_LARGE : FELIX_WS_STORAGE_ERROR, err.msg, "", 0, 0);
-    if (st == FELIX_E_SYNC || st == FELIX_E_IO) broker_fail_closed(b, err.msg);
+    if (st == FELIX_E_GONE) shard_refuse(b, s, err.msg);
+    else if (st == FELIX_E_SYNC || st == FELIX_E_IO) broker_fail_closed(b, err.msg);
     return;
   }
   b->appends_total += req.count;

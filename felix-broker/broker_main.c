@@ -117,7 +117,19 @@ void broker_fail_closed(broker *b, const char *why) {
   _exit(FELIX_EXIT_FAILURE);
 }
 
-static void on_metrics_timer(uv_timer_t *t) { broker_update_metrics(t->data); }
+/* Every half second: the metrics snapshot, and the check that an idle shard's
+ * periodic flush did not fail behind our back (§3.2: fail closed). */
+static void on_metrics_timer(uv_timer_t *t) {
+  broker *b = t->data;
+  for (shard *s = b->shards; s && !b->stopping; s = s->next) {
+    if (!s->log || s->refused) continue;
+    felix_log_stats st;
+    felix_log_get_stats(s->log, &st);
+    if (st.dir_gone) shard_refuse(b, s, "its directory was deleted");
+    else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
+  }
+  broker_update_metrics(b);
+}
 
 void broker_on_cp_async(uv_async_t *h) {
   broker *b = h->data;
@@ -126,7 +138,7 @@ void broker_on_cp_async(uv_async_t *h) {
   b->mb.assignments_json = NULL;
   if (b->mb.registered) snprintf(b->incarnation, sizeof b->incarnation, "%s", b->mb.incarnation);
   pthread_mutex_unlock(&b->mb.mu);
-  if (json && !b->stopping) broker_apply_cp(b, json);
+  if (json && !b->draining) broker_apply_cp(b, json); /* a draining broker takes no new role */
   free(json);
   if (!b->serving && b->incarnation[0] && !b->stopping) {
     if (broker_net_listen(b) != 0) {
@@ -147,7 +159,6 @@ typedef struct drain_work {
   uv_work_t work;
   broker *b;
   bool ok;
-  uint64_t appends_before;
 } drain_work;
 
 static void drain_flush(uv_work_t *w) {
@@ -156,7 +167,7 @@ static void drain_flush(uv_work_t *w) {
   if (d->b->cfg.test_slow_drain_ms) usleep(d->b->cfg.test_slow_drain_ms * 1000u); /* a slow disk, for tests */
   for (shard *s = d->b->shards; s; s = s->next) {
     felix_err err;
-    if (s->log && felix_log_sync(s->log, &err) != FELIX_OK) {
+    if (s->log && !s->refused && felix_log_sync(s->log, &err) != FELIX_OK) {
       felix_log_event("error", "flush failed during drain", "shard", s->dir_name, "reason", err.msg, NULL);
       d->ok = false;
     }
@@ -168,26 +179,40 @@ static void close_handle(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
+static bool write_stopped(broker *b) {
+  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = b->cfg.log.fsync_mode, .has_boot_id = true, .pid = getpid()};
+  snprintf(rs.boot_id, sizeof rs.boot_id, "%s", b->boot_id);
+  snprintf(rs.boot_id_source, sizeof rs.boot_id_source, "%s", b->boot_source);
+  felix_format_rfc3339(rs.since, time(NULL));
+  felix_err err;
+  if (felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err) == FELIX_OK) return true;
+  felix_log_event("error", "cannot write run-state", "reason", err.msg, NULL);
+  return false;
+}
+
+void broker_drain_continue(broker *b) {
+  if (!b->draining || !b->drain_flushed || b->drain_finished) return;
+  for (shard *s = b->shards; s; s = s->next)
+    if (s->pending_held) return; /* an on_commit batch still owes its producer an answer */
+  b->drain_finished = true;
+  bool synced = b->drain_flush_ok;
+  for (shard *s = b->shards; s; s = s->next) synced = shard_close(s) == FELIX_OK && synced;
+  if (!synced) broker_fail_closed(b, "a sync failed during the drain");
+  bool clean = b->appends_total == b->drain_appends_before && write_stopped(b);
+  if (!clean && !b->exit_code) b->exit_code = FELIX_EXIT_FAILURE;
+  felix_log_event(clean ? "info" : "error", clean ? "drained: run-state state=stopped" : "drain incomplete: run-state left at running", NULL);
+  b->stopping = true;
+  uv_walk(b->loop, close_handle, NULL);
+}
+
 static void drain_done(uv_work_t *w, int status) {
   drain_work *d = w->data;
   broker *b = d->b;
   (void)status;
-  bool clean = d->ok && b->appends_total == d->appends_before;
-  for (shard *s = b->shards; s; s = s->next) shard_close(s);
-  if (clean) {
-    felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = b->cfg.log.fsync_mode, .has_boot_id = true, .pid = getpid()};
-    snprintf(rs.boot_id, sizeof rs.boot_id, "%s", b->boot_id);
-    snprintf(rs.boot_id_source, sizeof rs.boot_id_source, "%s", b->boot_source);
-    felix_format_rfc3339(rs.since, time(NULL));
-    felix_err err;
-    clean = felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err) == FELIX_OK;
-    if (!clean) felix_log_event("error", "cannot write run-state", "reason", err.msg, NULL);
-  }
-  if (!clean && !b->exit_code) b->exit_code = FELIX_EXIT_FAILURE;
-  felix_log_event(clean ? "info" : "error", clean ? "drained: run-state state=stopped" : "drain incomplete: run-state left at running", NULL);
+  b->drain_flushed = true;
+  b->drain_flush_ok = d->ok;
   free(d);
-  b->stopping = true;
-  uv_walk(b->loop, close_handle, NULL);
+  broker_drain_continue(b);
 }
 
 static void on_drain_timeout(uv_timer_t *t) {
@@ -219,7 +244,7 @@ void broker_begin_drain(broker *b, const char *why) {
   broker_net_close(b);
   drain_work *d = calloc(1, sizeof *d);
   d->b = b;
-  d->appends_before = b->appends_total;
+  b->drain_appends_before = b->appends_total;
   d->work.data = d;
   uv_queue_work(b->loop, &d->work, drain_flush, drain_done);
 }

@@ -7,6 +7,7 @@
  * leader); the leader's own copy obeys its ballot — it leads generation G only
  * while the ballot names this process (broker, copy id, incarnation) at G; the
  * generations line of G is durable before any record of G is written. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -66,6 +67,21 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   int rc = write_ballot(&s) || felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
   close(s.dirfd);
   return rc;
+}
+
+void broker_remove_leftovers(broker *b) {
+  char shards[4200];
+  snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
+  DIR *d = opendir(shards);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (strncmp(de->d_name, ".new-", 5) && strncmp(de->d_name, ".deleting-", 10)) continue;
+    char p[4700];
+    snprintf(p, sizeof p, "%s/%s", shards, de->d_name);
+    nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    felix_log_event("info", "removed the leftover of an interrupted copy creation or deletion", "dir", de->d_name, NULL);
+  }
+  if (d) closedir(d);
 }
 
 int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid) {
@@ -161,21 +177,42 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
   if (names_this_process(b, s, leader, leader_copy, leader_inc)) become_leader(b, s, generation);
 }
 
-void shard_close(shard *s) {
-  if (s->log) felix_log_close(s->log, NULL);
+void shard_refuse(broker *b, shard *s, const char *why) {
+  if (s->refused) return;
+  stop_leading(b, s, why);
+  s->refused = true;
+  snprintf(s->refused_why, sizeof s->refused_why, "%.500s", why);
+  felix_log_event("error", "shard copy refused", "shard", s->dir_name, "reason", why, NULL);
+  broker_publish_inventory(b);
+  broker_publish_report(b);
+}
+
+felix_status shard_close(shard *s) {
+  felix_status st = FELIX_OK;
+  felix_err err;
+  if (s->log && (st = felix_log_close(s->log, &err)) != FELIX_OK && !s->refused)
+    felix_log_event("error", "the final sync failed", "shard", s->dir_name, "reason", err.msg, NULL);
+  if (s->refused) st = FELIX_OK; /* a refused copy's failure is already accounted for */
   s->log = NULL;
   if (s->dirfd >= 0) close(s->dirfd);
   s->dirfd = -1;
   felix_generations_free(&s->gens);
+  return st;
 }
 
 void shard_delete(broker *b, shard *s) {
   stop_leading(b, s, "stream deleted");
   shard_close(s);
-  nftw(s->path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-  char shards[4200];
+  /* Rename first (durably), then remove: a crash midway leaves a .deleting-*
+   * directory that the next start removes, never a copy with holes in it. */
+  char shards[4200], doomed[4700];
   snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
+  snprintf(doomed, sizeof doomed, "%s/.deleting-%s", shards, s->dir_name);
   int fd = open(shards, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (rename(s->path, doomed) == 0) {
+    if (fd >= 0) fsync(fd);
+    nftw(doomed, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  }
   if (fd >= 0) fsync(fd), close(fd);
   felix_log_event("info", "deleted the copy of a deleted stream", "shard", s->dir_name, NULL);
   for (shard **p = &b->shards; *p; p = &(*p)->next)

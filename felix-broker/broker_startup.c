@@ -56,6 +56,7 @@ void broker_open_shards_one(broker *b, const char *name) {
   if (felix_open_dir(AT_FDCWD, s->path, &s->dirfd, &err) || felix_ballot_read(s->dirfd, what, &s->ballot, &err) ||
       felix_log_open(s->path, name, &b->cfg.log, false, &s->log, &rep, &err)) {
     s->refused = true;
+    if (err.status == FELIX_E_SYNC) b->startup_sync_failed = true;
     snprintf(s->refused_why, sizeof s->refused_why, "%.500s", err.msg);
     felix_log_event("error", "shard copy refused: recovery failed", "shard", name, "reason", err.msg, NULL);
   } else if (rep.truncated_bytes) {
@@ -127,6 +128,10 @@ static int decide_identity(broker *b) {
   if (felix_boot_id_read(b->boot_id, b->boot_source, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (!strcmp(b->boot_source, "file"))
     felix_log_event("warn", "boot id read from FELIX_BOOT_ID_FILE (tests only)", "boot_id", b->boot_id, NULL);
+  if (b->startup_sync_failed) { /* this boot's page cache failed a write: the token no longer vouches */
+    felix_boot_token_remove(&b->sid, b->boot_id);
+    felix_log_event("error", "a sync failed during recovery: the boot token is removed", NULL);
+  }
   felix_identity_facts f = {created, felix_last_run_of(&rs, present), rs.fsync_mode, present && rs.has_boot_id,
                             rs.boot_id, b->boot_id, felix_boot_token_present(&b->sid, b->boot_id)};
   felix_identity_verdict v;
@@ -164,6 +169,7 @@ int broker_start_storage(broker *b) {
   if (mkdir(shards, 0755) != 0 && errno != EEXIST) return fail(strerror(errno), FELIX_EXIT_FAILURE);
   if (felix_open_dir(AT_FDCWD, b->cfg.data_dir, &b->dirfd, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (felix_dir_lock_acquire(b->dirfd, b->cfg.data_dir, &b->lock, &err)) return fail(err.msg, felix_exit_code_of(err.status));
+  broker_remove_leftovers(b);
   int rc = broker_open_shards(b);
   if (!rc) rc = decide_identity(b);
   for (shard *s = b->shards; s && !rc; s = s->next)

@@ -164,7 +164,9 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
     views[i] = (felix_copy_view){.broker = s->broker, .alive = cp_broker_alive(cp, s->broker),
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
-                                 .last_generation = e ? e->last_generation : 0};
+                                 .last_generation = e ? e->last_generation : 0,
+                                 .point_generation = e && e->log_end >= sh->max_hwm && sh->max_hwm > 0
+                                                         ? cp_inv_generation_at(e, sh->max_hwm - 1) : 0};
   }
   felix_failover_verdict v;
   int chosen = felix_decide_failover(views, (size_t)sh->nslots, sh->max_hwm, sh->max_hwm_generation, &v);

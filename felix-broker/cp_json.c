@@ -93,6 +93,33 @@ bool cp_valid_hex32(const char *s) {
   return true;
 }
 
+/* Reads the optional "generations": [[generation, start], ...] of an entry,
+ * keeping the newest CP_MAX_GENS. */
+static bool inv_generations(const cJSON *g, const char *prefix, cp_inv_entry *x, char *why, size_t cap) {
+  if (!g) return true;
+  int n = cJSON_IsArray(g) ? cJSON_GetArraySize(g) : -1;
+  for (int i = 0; i < n; i++) {
+    const cJSON *p = cJSON_GetArrayItem(g, i);
+    const cJSON *a = cJSON_GetArrayItem(p, 0), *b = cJSON_GetArrayItem(p, 1);
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
+        a->valuedouble < 0 || b->valuedouble < 0) {
+      n = -1;
+      break;
+    }
+    int k = n - i <= CP_MAX_GENS ? x->ngens++ : -1;
+    if (k >= 0) x->gens[k][0] = (int64_t)a->valuedouble, x->gens[k][1] = (int64_t)b->valuedouble;
+  }
+  if (n < 0) snprintf(why, cap, "%s: field generations must be a list of [generation, start offset] pairs", prefix);
+  return n >= 0;
+}
+
+int64_t cp_inv_generation_at(const cp_inv_entry *e, int64_t offset) {
+  if (e->ngens == 0) return e->last_generation;
+  for (int i = e->ngens; i > 0; i--)
+    if (e->gens[i - 1][1] <= offset) return e->gens[i - 1][0];
+  return 0;
+}
+
 /* Reads one inventory entry; prefix names it in errors ("inventory[2]"). */
 static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char *why, size_t cap) {
   char f[64];
@@ -128,6 +155,7 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
   snprintf(x->stream, sizeof x->stream, "%s", stream);
   snprintf(x->stream_uuid, sizeof x->stream_uuid, "%s", uuid);
   snprintf(x->copy_id, sizeof x->copy_id, "%s", copy);
+  if (!inv_generations(cJSON_GetObjectItem(e, "generations"), prefix, x, why, cap)) return false;
   snprintf(x->ballot_leader, sizeof x->ballot_leader, "%s", bleader);
   x->shard = (int)shard;
   return true;

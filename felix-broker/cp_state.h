@@ -21,6 +21,7 @@
 #define CP_TICK_MS 100
 #define CP_DEFAULT_LEASE_MS 5000
 #define CP_HEARTBEAT_MS 1000
+#define CP_MAX_GENS 64 /* generations kept per inventory entry (newest) */
 
 typedef struct cp_inv_entry {
   char stream[CP_ID_MAX];
@@ -29,7 +30,13 @@ typedef struct cp_inv_entry {
   char copy_id[CP_HEX_MAX];
   int64_t log_start, log_end, last_generation, ballot_generation;
   char ballot_leader[CP_ID_MAX];
+  int ngens;                 /* the copy's generations file: (generation, start offset) */
+  int64_t gens[CP_MAX_GENS][2];
 } cp_inv_entry;
+
+/* Generation of the copy's record at `offset`, from its generations list;
+ * falls back to last_generation when the broker sent no list. */
+int64_t cp_inv_generation_at(const cp_inv_entry *e, int64_t offset);
 
 /* What the control plane knows of a broker only while it runs. */
 typedef struct cp_live {
@@ -102,6 +109,8 @@ typedef struct cp_report_shard {
   int64_t generation;
   const char *copy_id;
   int64_t log_start, log_end, last_generation, generation_start, hwm;
+  bool has_hwm_generation;
+  int64_t hwm_generation;
 } cp_report_shard;
 
 typedef struct cp_report_rejection {

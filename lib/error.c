@@ -46,6 +46,7 @@ const char *felix_status_name(felix_status status) {
   case FELIX_E_UNREACHABLE: return "unreachable";
   case FELIX_E_UNAVAILABLE: return "unavailable";
   case FELIX_E_REFUSED: return "refused";
+  case FELIX_E_GONE: return "directory gone";
   }
   return "unknown";
 }

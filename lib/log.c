@@ -66,6 +66,11 @@ felix_fsync_mode felix_log_mode(const felix_log *log) { return log->cfg.fsync_mo
 
 static uint64_t log_end(felix_log *log) { return log_active(log)->next_offset; }
 
+bool log_dir_gone(felix_log *log) {
+  struct stat sb;
+  return fstat(log->dirfd, &sb) != 0 || sb.st_nlink == 0;
+}
+
 /* One sync round. Called and returns with mu held; releases it meanwhile. */
 void log_sync_round(felix_log *log) {
   log->sync_in_flight = true;
@@ -75,8 +80,7 @@ void log_sync_round(felix_log *log) {
   pthread_mutex_unlock(&log->mu);
   /* A shard directory that was deleted under us is refused (§3.2): syncing
    * files nobody can reach would vouch for nothing. */
-  struct stat dsb;
-  int rc = fstat(log->dirfd, &dsb) != 0 ? errno : dsb.st_nlink == 0 ? ENOENT : 0;
+  int rc = log_dir_gone(log) ? ENOENT : 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if (rc == 0) rc = fd < 0 ? errno : log_sync_fd(log, fd);
@@ -85,7 +89,7 @@ void log_sync_round(felix_log *log) {
   pthread_mutex_lock(&log->mu);
   log->sync_in_flight = false;
   if (rc != 0) {
-    if (!log->sync_error) log->sync_error = rc;
+    if (!log->sync_error) log->sync_error = rc, log->dir_gone = log_dir_gone(log);
   } else {
     if (start_seq > log->synced_seq) log->synced_seq = start_seq;
     uint64_t end = start_end < log->trunc_floor_during_sync ? start_end : log->trunc_floor_during_sync;

@@ -41,6 +41,7 @@ struct felix_log {
   uint64_t *trunc_points; /* trunc_points[e] = offset of truncation e */
   size_t ntrunc, cap_trunc;
   int sync_error;         /* sticky errno; appends fail until reopened */
+  bool dir_gone;          /* sync_error came from a deleted directory, not the disk */
   uint64_t syncs;
   uint64_t sync_nanos;
 
@@ -63,6 +64,8 @@ void log_seg_mark_flushed(log_seg *s);
 void log_seg_name(const felix_log *log, const log_seg *s, const char *suffix, char *out, size_t cap);
 /* One sync of the active segment; called and returns with mu held. */
 void log_sync_round(felix_log *log);
+/* Whether the shard directory was deleted (§3.2: the copy is refused). */
+bool log_dir_gone(felix_log *log);
 felix_status log_recover(felix_log *log, bool create, felix_recovery_report *report, felix_err *err);
 
 #endif

@@ -13,6 +13,8 @@
 
 
 static felix_status sticky_error(felix_log *log, felix_err *err) {
+  if (log->dir_gone)
+    return felix_fail(err, FELIX_E_GONE, "shard %s: directory %s was deleted: this copy is refused", log->shard, log->path);
   return felix_fail_errno(err, FELIX_E_SYNC, log->sync_error,
                           "shard %s: refusing: an earlier sync or write failed; reopen the log", log->shard);
 }
@@ -121,6 +123,7 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
                         log->shard, i, recs[i].len, FELIX_MAX_PAYLOAD);
   pthread_mutex_lock(&log->mu);
   felix_status st;
+  if (!log->sync_error && log_dir_gone(log)) log->sync_error = ENOENT, log->dir_gone = true; /* never ack into an unlinked file */
   if (log->sync_error || log->closing) {
     st = log->closing ? felix_fail(err, FELIX_E_CLOSED, "shard %s: log is closing", log->shard) : sticky_error(log, err);
   } else {

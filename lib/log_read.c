@@ -242,5 +242,6 @@ void felix_log_get_stats(felix_log *log, felix_log_stats *o) {
   for (size_t i = 0; i < log->nsegs; i++) o->bytes += log->segs[i].size;
   o->unsynced_bytes = log->bytes_total - log->bytes_synced;
   o->sync_error = log->sync_error;
+  o->dir_gone = log->dir_gone;
   pthread_mutex_unlock(&log->mu);
 }

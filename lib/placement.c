@@ -72,11 +72,11 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
     snprintf(why, cap, "copy id changed: %.32s is not the recorded %.32s", c->inv_copy_id, c->slot_copy_id);
   } else if (c->log_end < max_hwm) {
     snprintf(why, cap, "holds %" PRId64 " < max hwm %" PRId64, c->log_end, max_hwm);
-  } else if (max_hwm > 0 && c->last_generation != hwm_gen) {
+  } else if (max_hwm > 0 && c->point_generation != hwm_gen) {
     /* The copy holds enough records, but its history is not the one the
-     * leader acknowledged: its last record is of another generation. */
-    snprintf(why, cap, "last record at generation %" PRId64 ", not %" PRId64 " of max hwm %" PRId64,
-             c->last_generation, hwm_gen, max_hwm);
+     * leader acknowledged: its record max_hwm - 1 is of another generation. */
+    snprintf(why, cap, "record %" PRId64 " at generation %" PRId64 ", not %" PRId64 " as the leader reported",
+             max_hwm - 1, c->point_generation, hwm_gen);
   }
 }
 
@@ -133,9 +133,9 @@ void felix_judge_report(const felix_pin *pin, int64_t max_hwm, int64_t max_hwm_g
   out->accepted = true;
   out->active = r->hwm > r->generation_start;
   out->max_hwm = r->hwm;
-  /* "The generation the leader last reported" (§4.6): the generation of its
-   * last record, which the failover rule asks an inventory to match. */
-  out->max_hwm_generation = r->last_generation;
+  /* The point (hwm, generation of record hwm - 1) a copy must match (§3.4);
+   * an older leader that does not send hwm_generation gives its last record's. */
+  out->max_hwm_generation = r->has_hwm_generation ? r->hwm_generation : r->last_generation;
 }
 
 bool felix_report_seq_fresh(bool have_last, int64_t last_seq, int64_t seq) {

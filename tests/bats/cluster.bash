@@ -39,7 +39,7 @@ cluster_init() { # DIR
 }
 
 cp_start() { # [extra flags]
-  "$BROKER" control-plane --listen "$CP_ADDR" --db "$C/cp.db" --lease-ms "${LEASE_MS:-3000}" "$@" 2>>"$C/cp.log" &
+  "$BROKER" control-plane --listen "$CP_ADDR" --db "$C/cp.db" --lease-ms "${LEASE_MS:-5000}" "$@" 2>>"$C/cp.log" &
   echo "cp $!" >>"$C/pids"
   disown $! # no job-control noise when teardown kills it
   wait_until 10 test -s "$C/cp.db.broker-token"
@@ -68,7 +68,7 @@ cluster_up() { # N brokers
   cp_start
   local i
   for i in $(seq 1 "$1"); do broker_start "$i"; done
-  wait_until 15 brokers_alive "$1"
+  wait_until 60 brokers_alive "$1"
 }
 
 shard_state() { "$CTL" -o json shard describe "$1" | jget 'j["state"]'; }

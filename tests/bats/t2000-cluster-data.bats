@@ -15,7 +15,7 @@ setup() {
 
 teardown() {
   cluster_teardown
-  if [ -n "${BATS_TEST_FAILED:-}" ] || [ "${BATS_ERROR_STATUS:-0}" != 0 ]; then tail -n 30 "$C"/*.log >&3 2>/dev/null || true; fi
+  if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
 }
 
 @test "three brokers register and broker list shows them alive with the fixed JSON fields" {
@@ -36,7 +36,7 @@ print(\"ok\")'"
 
 @test "10,000 records produced through felixctl produce are read back identical by felixctl consume" {
   run -0 "$CTL" stream create orders --shards 2 --replicas 1
-  wait_until 20 shard_is orders/0 Active
+  wait_until 60 shard_is orders/0 Active
   python3 -c '
 import random
 random.seed(7)
@@ -54,7 +54,7 @@ for i in range(10000):
 
 @test "shard describe has the fixed JSON fields and the leader serves at generation 1" {
   run -0 "$CTL" stream create events --shards 3 --replicas 1
-  wait_until 20 shard_is events/2 Active
+  wait_until 60 shard_is events/2 Active
   run -0 "$CTL" -o json shard describe events/2
   run -0 bash -c "'$CTL' -o json shard describe events/2 | python3 -c '
 import json, sys
@@ -99,7 +99,7 @@ print(\"ok\")'"
 
 @test "a publish of an empty record is refused and nothing of the batch is acknowledged" {
   run -0 "$CTL" stream create e --shards 1 --replicas 1
-  wait_until 20 shard_is e/0 Active
+  wait_until 60 shard_is e/0 Active
   run -2 bash -c "printf 'a\n\nb\n' | '$CTL' produce e --shard 0"
   assert_output --partial "line 2"
   run -0 "$CTL" consume e --shard 0

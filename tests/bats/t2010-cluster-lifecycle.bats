@@ -9,15 +9,15 @@ setup() {
   cluster_init "$BATS_TEST_TMPDIR/c"
   cluster_up 2
   run -0 "$CTL" stream create s --shards 2 --replicas 1
-  wait_until 20 shard_is s/0 Active
-  wait_until 20 shard_is s/1 Active
+  wait_until 60 shard_is s/0 Active
+  wait_until 60 shard_is s/1 Active
   LEADER=$("$CTL" -o json shard describe s/0 | jget 'j["leader"]')
   N=${LEADER#b}
 }
 
 teardown() {
   cluster_teardown
-  if [ -n "${BATS_TEST_FAILED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
+  if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
 }
 
 storage_id_of() { "$CTL" -o json broker list | jget "[b['storage_id'] for b in j if b['id'] == '$1'][0]"; }
@@ -36,8 +36,8 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   run -0 "$FELIX_BUILD/felix-inspect" --json run-state "$C/$LEADER"
   [ "$(echo "$output" | jget 'j["next_start"]["rotate"]')" = false ]
   broker_start "$N"
-  wait_until 20 generation_above s/0 1
-  wait_until 20 shard_is s/0 Active
+  wait_until 60 generation_above s/0 1
+  wait_until 60 shard_is s/0 Active
   [ "$(storage_id_of "$LEADER")" = "$sid" ]
   [ "$(consumed)" -eq 100 ]
 }
@@ -49,9 +49,9 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   stop_process "$LEADER" KILL
   grep -q '^state=running$' "$C/$LEADER/run-state"
   broker_start "$N"
-  wait_until 20 incarnation_changed "$LEADER" "$inc"
-  wait_until 20 generation_above s/0 1
-  wait_until 20 shard_is s/0 Active
+  wait_until 60 incarnation_changed "$LEADER" "$inc"
+  wait_until 60 generation_above s/0 1
+  wait_until 60 shard_is s/0 Active
   [ "$(storage_id_of "$LEADER")" = "$sid" ]
   grep -q 'msg="storage id kept"' "$C/$LEADER.log"
   [ "$(consumed)" -eq 500 ]
@@ -65,7 +65,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   stop_process "$LEADER" KILL
   echo "boot-$RANDOM-two" >"$FELIX_BOOT_ID_FILE"
   broker_start "$N"
-  wait_until 20 bash -c "[ \"\$('$CTL' -o json broker list | python3 -c 'import json,sys; print([b[\"storage_id\"] for b in json.load(sys.stdin) if b[\"id\"] == \"$LEADER\"][0])')\" != '$sid' ]"
+  wait_until 60 bash -c "[ \"\$('$CTL' -o json broker list | python3 -c 'import json,sys; print([b[\"storage_id\"] for b in json.load(sys.stdin) if b[\"id\"] == \"$LEADER\"][0])')\" != '$sid' ]"
   new=$(storage_id_of "$LEADER")
   [ "$new" != "$sid" ]
   [ "$(cat "$C/$LEADER/storage-id")" = "$new" ]
@@ -73,7 +73,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   run -0 "$CTL" broker list
   assert_output --partial "$new"
   # one replica, its only copy now a stranger: the shard waits, never serves a short copy
-  wait_until 20 shard_is s/0 NoCaughtUpReplica
+  wait_until 60 shard_is s/0 NoCaughtUpReplica
 }
 
 @test "a control-plane restart loses no stream, shard or generation" {
@@ -82,7 +82,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   streams=$("$CTL" -o json stream list | jget '[(s["name"], s["uuid"]) for s in j]')
   stop_process cp TERM
   cp_start
-  wait_until 20 brokers_alive 2
+  wait_until 60 brokers_alive 2
   [ "$("$CTL" -o json stream list | jget '[(s["name"], s["uuid"]) for s in j]')" = "$streams" ]
   [ "$("$CTL" -o json shard list | jget '[(s["stream"], s["shard"], s["generation"], s["leader"]) for s in j]')" = "$before" ]
   [ "$(consumed)" -eq 10 ]
@@ -100,7 +100,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
 @test "a second SIGTERM during a drain is logged and ignored; the drain still ends in state=stopped" {
   stop_process "$LEADER" TERM
   FELIX_TEST_SLOW_DRAIN_MS=1500 broker_start "$N"
-  wait_until 20 generation_above s/0 1
+  wait_until 60 generation_above s/0 1
   pid=$(pid_of "$LEADER")
   kill -TERM "$pid"
   wait_until 10 grep -q 'msg=draining' "$C/$LEADER.log"
@@ -113,7 +113,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
 @test "a drain that outlives FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS exits without writing state=stopped" {
   stop_process "$LEADER" TERM
   FELIX_TEST_SLOW_DRAIN_MS=5000 FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=300 broker_start "$N"
-  wait_until 20 generation_above s/0 1
+  wait_until 60 generation_above s/0 1
   pid=$(pid_of "$LEADER")
   kill -TERM "$pid"
   wait_exit "$pid" 10

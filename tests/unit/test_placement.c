@@ -56,7 +56,7 @@ static void first_leader_has_fewest_leaderships(void **s) {
 
 static felix_copy_view good_copy(void) {
   return (felix_copy_view){.broker = "b1", .alive = true, .slot_copy_id = "c1", .has_inventory = true,
-                           .inv_copy_id = "c1", .log_end = 12, .last_generation = 3};
+                           .inv_copy_id = "c1", .log_end = 12, .last_generation = 3, .point_generation = 3};
 }
 
 static int decide(felix_copy_view v, felix_failover_verdict *out) {
@@ -115,9 +115,15 @@ static void failover_excludes_other_generation(void **s) {
   (void)s;
   felix_failover_verdict v;
   felix_copy_view c = good_copy();
-  c.last_generation = 2; /* holds 12 records, but not the history the leader reported */
+  c.point_generation = 2; /* holds 12 records, but not the history the leader reported */
   assert_int_equal(decide(c, &v), -1);
-  assert_non_null(strstr(v.reason[0], "last record at generation 2, not 3"));
+  assert_non_null(strstr(v.reason[0], "record 11 at generation 2, not 3"));
+  /* its last record is of a newer generation (a restarted leader fenced again and
+   * died before reporting), yet record 11 is the acknowledged one: it matches */
+  c = good_copy();
+  c.log_end = 13;
+  c.last_generation = 4;
+  assert_int_equal(decide(c, &v), 0);
   c = good_copy();
   c.has_inventory = false;
   assert_int_equal(decide(c, &v), -1);
@@ -126,6 +132,7 @@ static void failover_excludes_other_generation(void **s) {
   c = good_copy();
   c.log_end = 1;
   c.last_generation = 1;
+  c.point_generation = 0;
   assert_int_equal(felix_decide_failover(&c, 1, 0, 0, &v), 0);
 }
 
@@ -149,6 +156,19 @@ static const felix_pin pin5 = {.generation = 5, .broker = "b1", .copy_id = "c1",
 static felix_shard_report rep(int64_t hwm) {
   return (felix_shard_report){.broker = "b1", .copy_id = "c1", .incarnation = "i.7", .generation = 5, .hwm = hwm,
                               .generation_start = 12, .last_generation = 5};
+}
+
+static void report_hwm_generation_is_the_point_to_match(void **s) {
+  (void)s;
+  felix_report_verdict v;
+  felix_shard_report r = rep(13);
+  felix_judge_report(&pin5, 12, 4, &r, &v);
+  assert_int_equal(v.max_hwm_generation, 5); /* no hwm_generation sent: the last record's */
+  r.has_hwm_generation = true;
+  r.hwm_generation = 4; /* the leader's record 12 is still of generation 4 */
+  felix_judge_report(&pin5, 12, 4, &r, &v);
+  assert_true(v.accepted);
+  assert_int_equal(v.max_hwm_generation, 4);
 }
 
 static void report_only_from_pinned_leader(void **s) {
@@ -248,6 +268,7 @@ int main(void) {
       cmocka_unit_test(failover_excludes_short_copy),
       cmocka_unit_test(failover_excludes_other_generation),
       cmocka_unit_test(failover_picks_highest_rank),
+      cmocka_unit_test(report_hwm_generation_is_the_point_to_match),
       cmocka_unit_test(report_only_from_pinned_leader),
       cmocka_unit_test(report_active_only_past_generation_start),
       cmocka_unit_test(report_never_lowers_max_hwm),

@@ -21,6 +21,7 @@ typedef enum felix_status {
   FELIX_E_UNREACHABLE, /* a broker or the control plane could not be reached */
   FELIX_E_UNAVAILABLE, /* reachable, but it refused for now (draining, not leader, ...) */
   FELIX_E_REFUSED,   /* refused as unsafe */
+  FELIX_E_GONE,      /* the shard directory was deleted under an open log */
 } felix_status;
 
 typedef struct felix_err {

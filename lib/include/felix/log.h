@@ -137,6 +137,7 @@ typedef struct felix_log_stats {
   uint64_t bytes;          /* total segment bytes */
   uint64_t unsynced_bytes;
   int sync_error;          /* errno of a failed sync, 0 if none */
+  bool dir_gone;           /* the shard directory was deleted: refuse this copy alone */
 } felix_log_stats;
 
 void felix_log_get_stats(felix_log *log, felix_log_stats *out);

@@ -42,7 +42,8 @@ typedef struct felix_copy_view {
   bool has_inventory;      /* the broker's inventory lists this shard */
   const char *inv_copy_id;
   int64_t log_end;
-  int64_t last_generation; /* generation of the copy's last record */
+  int64_t last_generation; /* generation of the copy's last record (its rank) */
+  int64_t point_generation; /* generation of its record at max_hwm - 1 (0 when it holds fewer) */
 } felix_copy_view;
 
 typedef struct felix_failover_verdict {
@@ -53,9 +54,9 @@ typedef struct felix_failover_verdict {
 
 /* The replication-factor-1 rule of §4.6: a copy is eligible when its broker
  * is alive, its copy id is the slot's (not a stranger), and its own inventory
- * matches the point (max_hwm, hwm_generation): it holds at least max_hwm
- * records and (when max_hwm > 0) its last record is of hwm_generation, the
- * generation the leader reported with that HWM. Picks the eligible copy of
+ * matches the point (max_hwm, hwm_generation) of §3.4: it holds at least
+ * max_hwm records and (when max_hwm > 0) its record max_hwm - 1 is of
+ * hwm_generation, the generation the leader reported for that record. Picks the eligible copy of
  * highest rank (last generation, log end). Returns out->chosen. */
 int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_hwm,
                           int64_t hwm_generation, felix_failover_verdict *out);
@@ -72,6 +73,8 @@ typedef struct felix_pin {
 typedef struct felix_shard_report {
   const char *broker, *copy_id, *incarnation;
   int64_t generation, hwm, generation_start, last_generation;
+  bool has_hwm_generation; /* the leader sent hwm_generation */
+  int64_t hwm_generation;  /* generation of the leader's record hwm - 1 */
 } felix_shard_report;
 
 typedef struct felix_report_verdict {
