@@ -55,9 +55,18 @@ $(BUILD)/tools/felix-mkdata: tests/tools/felix-mkdata.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
-$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libfelix-san.a $(CP_TESTABLE) $(wildcard felix-broker/*.h) $(CTL_SRC)
+$(BUILD)/cp-san/%.o: felix-broker/%.c $(LIB_HDR) $(wildcard felix-broker/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker $< $(CP_TESTABLE) $(BUILD)/libfelix-san.a -lcmocka $(NETLIBS) $(LDLIBS) -o $@
+	@echo "  CC san  $<"
+	@$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker -c $< -o $@
+
+$(BUILD)/libcp-san.a: $(patsubst felix-broker/%.c,$(BUILD)/cp-san/%.o,$(CP_TESTABLE))
+	@ar rcs $@ $^
+
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h $(BUILD)/libfelix-san.a $(BUILD)/libcp-san.a $(CTL_SRC)
+	@mkdir -p $(@D)
+	@echo "  LD unit $@"
+	@$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker $< $(BUILD)/libcp-san.a $(BUILD)/libfelix-san.a -lcmocka $(NETLIBS) $(LDLIBS) -o $@
 
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
