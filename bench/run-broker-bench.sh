@@ -69,12 +69,13 @@ wait_for() {
   return 1
 }
 
-# pick_ports — a random base in 20000..59999 with base..base+2 not listening.
+# pick_ports — a random base in 10000..32699, below the kernel's ephemeral
+# range (an outgoing connection may take any port there), with base..base+2 free.
 pick_ports() {
   local _ base listening
   for _ in $(seq 1 50); do
-    base=$((20000 + RANDOM % 39998))
-    listening=$(ss -ltnH 2>/dev/null | awk '{print $4}')
+    base=$((10000 + RANDOM % 22700))
+    listening=$(ss -tanH 2>/dev/null | awk '{print $4}')
     if ! grep -Eq ":($base|$((base + 1))|$((base + 2)))\$" <<<"$listening"; then
       PORT_BASE=$base
       return 0

@@ -10,12 +10,15 @@ load helpers
 BROKER="$FELIX_BUILD/felix-broker"
 CTL="$FELIX_BUILD/felixctl"
 
-# Picks a base port with 40 free ports above it.
+# Picks a base port with 40 free ports above it, below the kernel's ephemeral
+# range (/proc/sys/net/ipv4/ip_local_port_range, 32768 and up here): a port
+# in that range may be taken at any moment as the local end of an outgoing
+# connection, and a broker that cannot listen exits.
 pick_ports() {
   local tries=0 base
   while [ $tries -lt 50 ]; do
-    base=$((20000 + (RANDOM % 400) * 100))
-    if ! ss -ltnH 2>/dev/null | awk '{print $4}' | grep -Eq ":(${base:0:3}[0-9][0-9])$"; then
+    base=$((10000 + (RANDOM % 220) * 100))
+    if ! ss -tanH 2>/dev/null | awk '{print $4}' | grep -Eq ":(${base:0:3}[0-9][0-9])$"; then
       PORT_BASE=$base
       return 0
     fi

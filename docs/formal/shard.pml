@@ -1,0 +1,968 @@
+/*
+ * shard.pml -- one replicated Felix shard (three brokers, one control plane,
+ * one to NV client writes), checked with spin.
+ *
+ * Mirrors ../../shared DESIGN.md sections 3.2-3.4 and 4 (see README.md in this
+ * folder for the action-by-action explanation).  One file serves every
+ * configuration: faults are enabled and bounded with -D macros (MAX_*), and
+ * each fix can be removed with one -D macro (the violating twins).
+ *
+ * Every action is one d_step, so every stored state is a state "between"
+ * protocol steps; the invariants are checked in every state by an observer
+ * (process invariants: enabled only in a violating state), i.e. in every reachable state.
+ *
+ * Fix switches (defining one REMOVES that fix):
+ *   NO_ID_CHECK_IN_PLACEMENT  NO_ROTATE_ON_CRASH   NO_LEADER_GIVES_UP
+ *   BLIND_RECLAIM             FENCE_COUNTS_ANY     NO_CURSOR_RESET
+ *   RANK_BY_OFFSET            PIN_BY_REGISTRATION  RESTART_RESUMES_GEN
+ *   RECLAIM_NO_MAJORITY       HWM_OLD_GEN          SHORTCUT_NO_ACTIVE
+ *   NO_COPY_ID                GEN_FROM_STORE       ACK_WITHOUT_OWN_COPY
+ *   STRANGER_NOT_ACTIVE       OLD_LEADER_APPENDS   NO_GEN_START_RECORD
+ *   NO_BOOT_TOKEN             NEW_LEADER_OWN_HWM   ONCOMMIT_NO_TOKEN
+ *   NO_CID_BIND
+ */
+
+#define N    3
+#define MAJ  2
+#ifndef L
+#define L    3          /* log capacity per copy */
+#endif
+#ifndef NV
+#define NV   2          /* client writes (values 1..NV) */
+#endif
+#ifndef MAXG
+#define MAXG 3          /* highest generation the control plane may issue */
+#endif
+#define NONE  255
+#define NOBAD 255
+
+/* fault bounds: 0 disables the fault */
+#ifndef MAX_CRASH
+#define MAX_CRASH 0     /* machine power loss (keeps the directory) */
+#endif
+#ifndef CRASH_MASK
+#define CRASH_MASK 7    /* which brokers may crash (bit per broker) */
+#endif
+#ifndef MAX_LOSTSID
+#define MAX_LOSTSID 0   /* power loss that also loses the storage-id file */
+#endif
+#ifndef MAX_KILL
+#define MAX_KILL 0      /* process kill, same boot */
+#endif
+#ifndef KILL_MASK
+#define KILL_MASK 7
+#endif
+#ifndef MAX_WIPE
+#define MAX_WIPE 0
+#endif
+#ifndef WIPE_MASK
+#define WIPE_MASK 7
+#endif
+#ifndef MAX_DEL
+#define MAX_DEL 0       /* DeleteShardDir */
+#endif
+#ifndef DEL_MASK
+#define DEL_MASK 7
+#endif
+#ifndef MAX_LAPSE
+#define MAX_LAPSE 0     /* lease lapses of a live, connected broker (pauses) */
+#endif
+#ifndef MAX_PART
+#define MAX_PART 0      /* partitions (a broker cut from everyone) */
+#endif
+#ifndef MAX_CPR
+#define MAX_CPR 0       /* control-plane restarts */
+#endif
+#ifndef MAX_ROLL
+#define MAX_ROLL 0      /* control-plane rollbacks to an older snapshot */
+#endif
+#ifndef MAX_RSI
+#define MAX_RSI 0       /* RollbackSameIds: a shard directory restored by hand */
+#endif
+#ifndef MAX_SE
+#define MAX_SE 0        /* sync errors */
+#endif
+#ifndef SE_MASK
+#define SE_MASK 7
+#endif
+#ifndef MAX_RACK
+#define MAX_RACK 0      /* whole-rack power loss: every live broker at once */
+#endif
+#ifndef MAX_DRAIN
+#define MAX_DRAIN 0     /* drain hand-offs */
+#endif
+#ifndef MAX_FAULTS
+#define MAX_FAULTS 255  /* total budget over all fault kinds */
+#endif
+
+#ifdef ONCOMMIT
+#define MODE(b) 1
+#else
+#ifdef MIXED
+#define MODE(b) ((b) == 0)   /* broker 0 (first leader) on_commit, others periodic */
+#else
+#define MODE(b) 0            /* periodic everywhere: the mode Felix ships */
+#endif
+#endif
+
+#define E(vg,v)  ((vg)*8+(v))
+#define GEN(vx)  ((vx)/8)
+#define VAL(vx)  ((vx)%8)
+/* under periodic the synced prefix matters only to power loss and sync errors */
+#if defined(ONCOMMIT) || defined(MIXED)
+#define NEEDSYNC 1
+#else
+#define NEEDSYNC (MAX_CRASH + MAX_SE + MAX_LOSTSID + MAX_RACK > 0)
+#endif
+#define BIT(b)  (1<<(b))
+
+typedef Br {
+  byte e[L];            /* log: (generation, value); value 0 = generation-start record */
+  byte ln;              /* written log end (what the page cache shows) */
+  byte syn;             /* synced prefix */
+  byte bad;             /* sync error: entries from here on are clean-but-lost pages */
+  byte sid;             /* storage id of the data directory */
+  byte cid;             /* copy id of the shard directory */
+  byte bsid;            /* storage id the copy id was made under (ballot) */
+  byte inc;             /* incarnation of the running process, 0 = down */
+  bit tok;              /* boot token present */
+  bit rot;              /* next start rotates the storage id (identity decision) */
+  bit lostsid;          /* the storage-id file is gone */
+  bit cut;              /* partitioned from everyone */
+  byte bgen; byte bl; byte blcid; byte blinc;   /* ballot: promise + leader process */
+  byte lg;              /* generation this process leads / fences for */
+  byte ph;              /* 0 none, 1 fencing, 2 serving */
+  byte hwm;             /* HWM (leader) / HWM learned from the leader (follower) */
+  byte mark;            /* offset of own generation-start record */
+  byte cur[N];          /* per-follower cursor (held offsets confirmed) */
+  byte ccid[N];         /* copy id the cursor was measured under */
+  byte cinc[N];         /* incarnation of the live connection, 0 = none */
+  byte h0[N];           /* HWM when this leader first saw that copy id */
+  byte prom; byte cnt;  /* fence: promised / counted bitmasks */
+  byte acid[N];         /* fence: copy id of each answer */
+  byte agen[N]; byte alen[N];   /* fence: rank of each answer */
+  bit rcl;              /* this fence is a reclaim */
+}
+Br br[N];
+
+/* ---- control plane ---- */
+byte cgen;                       /* current generation */
+byte pl[MAXG+1];                 /* pinned leader broker per generation */
+byte pcid[MAXG+1];               /* pinned leader copy id per generation */
+byte pinc[MAXG+1];               /* pinned leader incarnation per generation */
+bit  act[MAXG+1];                /* generation Active */
+byte prevg;                      /* generation placed before the current one */
+byte regcid[N]; byte reginc[N];  /* registrations (slot copy id, incarnation) */
+bit  lease[N];
+bit  strg[N];                    /* slot is a stranger */
+byte mcid[N]; byte mlen[N]; byte mgen[N];   /* newest trusted measurement */
+byte fl[N];                      /* floors */
+byte icid[N]; byte ilen[N]; byte igen[N];   /* inventories */
+byte maxhwm; byte hwmgen;
+byte seen;                       /* highest generation seen in ballots/inventories/refusals */
+byte asgcid[N]; byte asgfl[N];   /* assignment of the current generation */
+bit  cpwait; byte invm;          /* after a restart: waiting for inventories */
+bit  drain; bit ftmo; bit rclg;
+/* snapshot for Rollback */
+byte s_cgen; byte s_pl[MAXG+1]; byte s_pcid[MAXG+1]; byte s_pinc[MAXG+1]; bit s_act[MAXG+1];
+byte s_regcid[N]; byte s_reginc[N]; bit s_strg[N]; byte s_mcid[N]; byte s_mlen[N];
+byte s_mgen[N]; byte s_fl[N]; byte s_maxhwm; byte s_hwmgen; byte s_seen;
+byte s_asgcid[N]; byte s_asgfl[N]; byte s_prevg;
+
+/* ---- id counters (a new value is never reused) ---- */
+byte incctr = N; byte cidctr = N; byte sidctr = N;
+
+/* ---- ghost state for the invariants ---- */
+byte acked[NV+1];                /* generation a value was acknowledged in, 0 = not */
+byte ackinc[MAXG+1];             /* incarnation of the process acknowledging in g */
+byte chwm;                       /* highest HWM any leader ever exposed */
+byte clog[L]; byte cgat[L];      /* the records exposed, and the generation exposing them */
+byte nextv = 1;
+
+/* ---- fault counters ---- */
+byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain;
+
+hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
+
+#define UP(b)     (br[b].inc != 0)
+#define HELD(b)   (MODE(b) -> br[b].syn : br[b].ln)
+#define RGEN(b)   (HELD(b) > 0 -> GEN(br[b].e[HELD(b)-1]) : 0)
+#define OWNB(b)   (br[b].bgen == br[b].lg && br[b].bl == b && br[b].blcid == br[b].cid && br[b].blinc == br[b].inc)
+#ifdef OLD_LEADER_APPENDS
+#define LEADS(b)  (UP(b) && br[b].ph == 2)
+#else
+#define LEADS(b)  (UP(b) && br[b].ph == 2 && OWNB(b))
+#endif
+#define FAULT     (nfault < MAX_FAULTS)
+#define NAMES(f,l) (br[f].bl == l && br[f].blcid == br[l].cid && br[f].blinc == br[l].inc)
+#define CONN(l,f) (br[l].cinc[f] == br[f].inc && br[l].ccid[f] == br[f].cid)
+#ifdef FENCE_COUNTS_ANY
+#define COUNTS(r) 1
+#else
+#define COUNTS(r) (asgcid[r] == br[r].cid && HELD(r) >= asgfl[r])
+#endif
+
+#define POP(m) (((m)&1) + (((m)>>1)&1) + (((m)>>2)&1))
+
+/* ---------------- invariants ---------------- */
+#define INV_HAS1(x,vv,kk) (kk < br[x].ln && VAL(br[x].e[kk]) == vv && GEN(br[x].e[kk]) > 0)
+#if L >= 4
+#define INV_HAS(x,vv) (INV_HAS1(x,vv,0) || INV_HAS1(x,vv,1) || INV_HAS1(x,vv,2) || INV_HAS1(x,vv,3))
+#else
+#define INV_HAS(x,vv) (INV_HAS1(x,vv,0) || INV_HAS1(x,vv,1) || INV_HAS1(x,vv,2))
+#endif
+#define INV_AV(x,vv) (acked[vv] == 0 || acked[vv] > br[x].lg || INV_HAS(x,vv))
+#if NV >= 4
+#define INV_ACK(x) (INV_AV(x,1) && INV_AV(x,2) && INV_AV(x,3) && INV_AV(x,4))
+#elif NV >= 3
+#define INV_ACK(x) (INV_AV(x,1) && INV_AV(x,2) && INV_AV(x,3))
+#elif NV >= 2
+#define INV_ACK(x) (INV_AV(x,1) && INV_AV(x,2))
+#else
+#define INV_ACK(x) (INV_AV(x,1))
+#endif
+#define ACTIVEPIN(x) (act[br[x].lg] && pl[br[x].lg] == x && pinc[br[x].lg] == br[x].inc)
+#define INV_CK(x,kk) (!(kk < chwm && cgat[kk] <= br[x].lg) || \
+                      (kk < br[x].ln && br[x].e[kk] == clog[kk] && !(ACTIVEPIN(x) && kk >= br[x].hwm)))
+#if L >= 4
+#define INV_COMMIT(x) (INV_CK(x,0) && INV_CK(x,1) && INV_CK(x,2) && INV_CK(x,3))
+#else
+#define INV_COMMIT(x) (INV_CK(x,0) && INV_CK(x,1) && INV_CK(x,2))
+#endif
+#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x)))
+
+/* The observer: executable only in a state that breaks an invariant; it then
+   says which one and fails.  (OneLeaderPerGeneration is asserted in Acknowledge.) */
+active proctype invariants() {
+  d_step { !(INV_OK(0) && INV_OK(1) && INV_OK(2)) ->
+    for (vx : 0 .. N-1) {
+      if
+      :: LEADS(vx) ->
+         for (vy : 1 .. NV) {
+           if
+           :: !INV_AV(vx, vy) ->
+              printf("VIOLATION AckedSurvive: broker %d serves generation %d without acknowledged value %d\n", vx, br[vx].lg, vy)
+           :: else
+           fi
+         }
+         for (vk : 0 .. L-1) {
+           if
+           :: vk < chwm && cgat[vk] <= br[vx].lg && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
+              printf("VIOLATION CommittedStable: broker %d (generation %d) lost committed offset %d\n", vx, br[vx].lg, vk)
+           :: vk < chwm && cgat[vk] <= br[vx].lg && (vk < br[vx].ln && br[vx].e[vk] == clog[vk]) && ACTIVEPIN(vx) && vk >= br[vx].hwm ->
+              printf("VIOLATION CommittedStable: Active leader %d (generation %d) hides committed offset %d (HWM %d)\n", vx, br[vx].lg, vk, br[vx].hwm)
+           :: else
+           fi
+         }
+      :: else
+      fi
+    }
+    assert(false)
+  }
+}
+
+/* common prefix of broker a's log (first na entries) and broker b's log (first nb) -> t */
+inline common(a, b) {   /* uses ca, cb: the lengths to compare */
+  vt = 0;
+  for (vk : 0 .. L-1) {
+    if :: vt == vk && vk < ca && vk < cb && br[a].e[vk] == br[b].e[vk] -> vt++ :: else fi
+  }
+}
+
+inline truncate_to(b, n) {
+  tn = n;
+  for (vk : 0 .. L-1) { if :: vk >= tn -> br[b].e[vk] = 0 :: else fi }
+  br[b].ln = tn;
+  if :: br[b].syn > tn -> br[b].syn = tn :: else fi;
+  if :: br[b].hwm > tn -> br[b].hwm = tn :: else fi
+}
+
+inline stop_process(b) {
+  br[b].inc = 0; br[b].ph = 0; br[b].lg = 0; br[b].prom = 0; br[b].cnt = 0; br[b].rcl = 0;
+  for (vk : 0 .. N-1) { br[b].cinc[vk] = 0 }
+}
+
+/* ---------------- data path ---------------- */
+inline Append(l) {
+  d_step { LEADS(l) && nextv <= NV && br[l].ln < L ->
+    printf("Append(%d): value %d at offset %d, generation %d\n", l, nextv, br[l].ln, br[l].lg);
+    br[l].e[br[l].ln] = E(br[l].lg, nextv); br[l].ln++; nextv++;
+    skip }
+}
+
+inline Flush(b) {
+  d_step { NEEDSYNC && br[b].syn < br[b].ln && br[b].bad == NOBAD ->
+    printf("Flush(%d): synced %d..%d\n", b, br[b].syn, br[b].ln);
+    br[b].syn = br[b].ln;
+    skip }
+}
+
+/* new connection: leader re-measures the follower's cursor */
+inline Handshake(l, f) {
+  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && !CONN(l, f) ->
+    if
+    :: br[l].ccid[f] != br[f].cid ->
+       printf("Handshake(%d->%d): new copy id %d, full copy\n", l, f, br[f].cid);
+#ifndef NO_CURSOR_RESET
+       br[l].cur[f] = 0;
+#endif
+       br[l].h0[f] = br[l].ln      /* Finding 1: the log end, not the HWM */
+    :: else ->
+       ca = HELD(f); cb = br[l].ln; common(f, l);
+       printf("Handshake(%d->%d): same copy id %d, measured %d\n", l, f, br[f].cid, vt);
+       br[l].cur[f] = vt
+    fi;
+    br[l].ccid[f] = br[f].cid; br[l].cinc[f] = br[f].inc;
+    skip }
+}
+
+/* ship the next record (truncating a divergent suffix first), and confirm */
+inline Ship(l, f) {
+  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) &&
+           br[f].bgen == br[l].lg && NAMES(f, l) ->
+    ca = br[f].ln; cb = br[l].ln; common(f, l);
+    vs = vt;
+    if
+    :: vs < br[l].ln || vs < br[f].ln ->
+       truncate_to(f, vs);
+       if :: br[f].bad != NOBAD && br[f].bad >= vs -> br[f].bad = NOBAD :: else fi;
+       if
+       :: vs < br[l].ln -> br[f].e[vs] = br[l].e[vs]; br[f].ln = vs + 1
+       :: else
+       fi
+    :: else
+    fi;
+    br[f].hwm = (br[l].hwm < br[f].ln -> br[l].hwm : br[f].ln);
+    if :: HELD(f) > br[l].cur[f] -> br[l].cur[f] = HELD(f) :: else fi;
+    printf("Ship(%d->%d): follower log end %d, confirmed %d\n", l, f, br[f].ln, br[l].cur[f]);
+    skip }
+}
+
+/* how many copies hold offset o (the leader counts itself only on what it holds) -> c */
+inline holders(l, o) {
+#ifdef ACK_WITHOUT_OWN_COPY
+  vc = (br[l].ln > o -> 1 : 0);
+#else
+  vc = (HELD(l) > o -> 1 : 0);
+#endif
+  for (vk : 0 .. N-1) {
+    if :: vk != l && br[l].cur[vk] > o -> vc++ :: else fi
+  }
+#ifdef ACK_WITHOUT_OWN_COPY
+  if :: vc > 0 && (br[l].ln <= o) -> vc = 0 :: else fi
+#else
+  if :: vc > 0 && (HELD(l) <= o) -> vc = 0 :: else fi   /* rule 2: the leader is in every majority */
+#endif
+}
+
+inline Acknowledge(l, v) {
+  d_step { LEADS(l) && v < nextv && acked[v] == 0 ->
+    vj = NONE;
+    for (vi : 0 .. L-1) {
+      if :: vi < br[l].ln && br[l].e[vi] == E(br[l].lg, v) -> vj = vi :: else fi
+    }
+    if
+    :: vj != NONE ->
+       holders(l, vj);
+       if
+       :: vc >= MAJ ->
+          printf("Acknowledge(%d): value %d (offset %d) in generation %d\n", l, v, vj, br[l].lg);
+          if
+          :: ackinc[br[l].lg] != 0 && ackinc[br[l].lg] != br[l].inc ->
+             printf("VIOLATION OneLeaderPerGeneration: two leader processes acknowledge in generation %d\n", br[l].lg);
+             assert(false)
+          :: else
+          fi;
+          ackinc[br[l].lg] = br[l].inc;
+          acked[v] = br[l].lg
+       :: else
+       fi
+    :: else
+    fi;
+    skip }
+}
+
+/* HWM by the Raft rule: a record of the leader's own generation held by a majority */
+inline Commit(l) {
+  d_step { LEADS(l) && br[l].hwm < br[l].ln ->
+    vs = br[l].hwm;
+    for (vi : 1 .. L) {
+      if
+      :: vi > br[l].hwm && vi <= br[l].ln ->
+         holders(l, vi - 1);
+#ifdef HWM_OLD_GEN
+         if :: vc >= MAJ -> vs = vi :: else fi
+#else
+         if :: vc >= MAJ && GEN(br[l].e[vi-1]) == br[l].lg -> vs = vi :: else fi
+#endif
+      :: else
+      fi
+    }
+    if
+    :: vs > br[l].hwm ->
+       printf("Commit(%d): HWM %d -> %d in generation %d\n", l, br[l].hwm, vs, br[l].lg);
+       br[l].hwm = vs;
+       for (vk : 0 .. L-1) {
+         if :: vk >= chwm && vk < vs -> clog[vk] = br[l].e[vk]; cgat[vk] = br[l].lg :: else fi
+       }
+       if :: vs > chwm -> chwm = vs :: else fi
+    :: else
+    fi;
+    skip }
+}
+
+/* ---------------- reports and measurements ---------------- */
+inline Report(l) {
+  d_step { LEADS(l) && !br[l].cut && br[l].lg == cgen && pl[cgen] == l &&
+           pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc ->
+    printf("Report(%d): generation %d, HWM %d\n", l, cgen, br[l].hwm);
+#ifdef NO_GEN_START_RECORD
+    if :: !act[cgen] -> act[cgen] = 1; printf("  generation %d Active\n", cgen) :: else fi;
+#else
+    if :: !act[cgen] && br[l].hwm > br[l].mark -> act[cgen] = 1; printf("  generation %d Active\n", cgen) :: else fi;
+#endif
+    if
+    :: act[cgen] ->
+       if :: br[l].hwm > maxhwm -> maxhwm = br[l].hwm; hwmgen = GEN(br[l].e[maxhwm-1]) :: else fi;
+       mcid[l] = br[l].cid; mlen[l] = HELD(l); mgen[l] = RGEN(l);
+       if :: mlen[l] >= br[l].hwm && br[l].hwm > fl[l] -> fl[l] = br[l].hwm :: else fi
+    :: else
+    fi;
+    for (vi : 0 .. N-1) {
+      if
+      :: vi != l && br[l].ccid[vi] != NONE && br[l].ccid[vi] == regcid[vi] ->
+#ifdef STRANGER_NOT_ACTIVE
+         if :: strg[vi] && br[l].cur[vi] >= br[l].h0[vi] -> strg[vi] = 0; printf("  stranger %d cleared\n", vi);
+               mcid[vi] = br[l].ccid[vi]; mlen[vi] = br[l].cur[vi];
+               mgen[vi] = (br[l].cur[vi] > 0 -> GEN(br[l].e[br[l].cur[vi]-1]) : 0)
+            :: else fi;
+#endif
+         if
+         :: act[cgen] ->
+            if
+            :: strg[vi] && br[l].cur[vi] >= br[l].h0[vi] -> strg[vi] = 0; printf("  stranger %d cleared\n", vi)
+            :: else
+            fi;
+            if
+            :: !strg[vi] && br[l].ccid[vi] == mcid[vi] && br[l].cur[vi] < fl[vi] ->
+               strg[vi] = 1; printf("  copy %d below its floor: stranger\n", vi)
+            :: !strg[vi] ->
+               mcid[vi] = br[l].ccid[vi]; mlen[vi] = br[l].cur[vi];
+               mgen[vi] = (br[l].cur[vi] > 0 -> GEN(br[l].e[br[l].cur[vi]-1]) : 0);
+               if :: mlen[vi] >= br[l].hwm && br[l].hwm > fl[vi] -> fl[vi] = br[l].hwm :: else fi
+            :: else
+            fi
+         :: else
+         fi
+      :: else
+      fi
+    }
+    skip }
+}
+
+/* ---------------- registration (start of a process) ---------------- */
+inline inventory_in(b) {
+  icid[b] = br[b].cid; ilen[b] = HELD(b); igen[b] = RGEN(b);
+  if :: br[b].bgen > seen -> seen = br[b].bgen :: else fi;
+  if :: br[b].cid != regcid[b] -> strg[b] = 1 :: else fi;
+  if :: br[b].cid == mcid[b] && HELD(b) < fl[b] -> strg[b] = 1 :: else fi;
+  regcid[b] = br[b].cid;
+  if
+  :: cpwait -> invm = invm | BIT(b);
+     if :: POP(invm) >= MAJ -> cpwait = 0 :: else fi
+  :: else
+  fi
+}
+
+inline ballot_from_cp(b) {
+  if
+  :: cgen > br[b].bgen || (cgen == br[b].bgen && br[b].bl == NONE) ->
+     br[b].bgen = cgen; br[b].bl = pl[cgen]; br[b].blcid = pcid[cgen]; br[b].blinc = pinc[cgen]
+  :: else
+  fi
+}
+
+inline Register(b) {
+  d_step { !UP(b) && !br[b].cut ->
+    vc = br[b].cid; vg = 0;
+    if
+    :: br[b].lostsid -> sidctr++; br[b].sid = sidctr; br[b].lostsid = 0
+    :: !br[b].lostsid && br[b].rot -> sidctr++; br[b].sid = sidctr; vg = 1
+    :: else
+    fi;
+    br[b].rot = 0;
+    if
+    :: br[b].bsid != br[b].sid ->
+#ifdef NO_CID_BIND
+       if :: vg -> cidctr++; br[b].cid = cidctr :: else fi;
+#else
+       cidctr++; br[b].cid = cidctr;
+#endif
+       br[b].bsid = br[b].sid
+    :: else
+    fi;
+    if
+    :: br[b].cid != vc ->          /* a new copy: a lost cache range no longer matters */
+       if :: br[b].bad != NOBAD -> truncate_to(b, br[b].bad); br[b].bad = NOBAD :: else fi
+    :: else
+    fi;
+    br[b].syn = br[b].ln;        /* same boot: the data-directory sync succeeded */
+    incctr++; br[b].inc = incctr; br[b].tok = 1;
+    printf("Register(%d): storage id %d, copy id %d, incarnation %d, log end %d\n",
+           b, br[b].sid, br[b].cid, br[b].inc, br[b].ln);
+    if
+    :: br[b].cid != vc && br[b].bl == b ->
+#ifdef NO_LEADER_GIVES_UP
+       /* resumes the generation its ballot names it leader of */
+       br[b].blcid = br[b].cid; br[b].blinc = br[b].inc; br[b].lg = br[b].bgen; br[b].ph = 2;
+       br[b].mark = 0; printf("  resumes generation %d with new ids\n", br[b].lg)
+#else
+       br[b].bl = NONE; br[b].blcid = NONE; br[b].blinc = NONE     /* gives up */
+#endif
+    :: br[b].cid == vc && br[b].bl == b && br[b].blcid == br[b].cid ->
+#ifdef RESTART_RESUMES_GEN
+       br[b].blinc = br[b].inc; br[b].lg = br[b].bgen; br[b].ph = 2; br[b].mark = 0;
+       printf("  resumes generation %d with the same ids\n", br[b].lg)
+#else
+       skip
+#endif
+    :: else
+    fi;
+    inventory_in(b);
+    reginc[b] = br[b].inc; lease[b] = 1;
+#ifdef PIN_BY_REGISTRATION
+    if
+    :: pl[cgen] == b -> pcid[cgen] = br[b].cid; pinc[cgen] = br[b].inc; mcid[b] = br[b].cid; strg[b] = 0
+    :: else
+    fi;
+#endif
+    if :: br[b].ph == 0 -> ballot_from_cp(b) :: else fi;
+    skip }
+}
+
+/* ---------------- faults ---------------- */
+inline Crash(b) {
+  d_step { UP(b) && FAULT && ncrash < MAX_CRASH && (CRASH_MASK & BIT(b)) ->
+    ncrash++; nfault++;
+    printf("Crash(%d): power loss, log end %d -> %d\n", b, br[b].ln, br[b].syn);
+    stop_process(b);
+    truncate_to(b, br[b].syn); br[b].bad = NOBAD;
+#ifdef NO_ROTATE_ON_CRASH
+    br[b].rot = 0;
+#else
+    br[b].rot = (MODE(b) -> 0 : 1);
+#endif
+    skip }
+}
+
+inline crash_one(b) {
+  stop_process(b);
+  truncate_to(b, br[b].syn); br[b].bad = NOBAD;
+#ifdef NO_ROTATE_ON_CRASH
+  br[b].rot = 0;
+#else
+  br[b].rot = (MODE(b) -> 0 : 1);
+#endif
+}
+
+/* the whole rack loses power: every live broker crashes at once */
+inline RackPowerLoss() {
+  d_step { FAULT && nrack < MAX_RACK ->
+    nrack++; nfault++;
+    printf("RackPowerLoss: every broker loses power\n");
+    for (vj : 0 .. N-1) { if :: UP(vj) -> crash_one(vj) :: else fi }
+    skip }
+}
+
+inline CrashLoseSid(b) {
+  d_step { UP(b) && FAULT && nlost < MAX_LOSTSID && (CRASH_MASK & BIT(b)) ->
+    nlost++; nfault++;
+    printf("CrashLoseSid(%d): power loss and the storage-id file is lost, log end %d -> %d\n", b, br[b].ln, br[b].syn);
+    stop_process(b);
+    truncate_to(b, br[b].syn); br[b].bad = NOBAD;
+    br[b].lostsid = 1; br[b].rot = 0;
+    skip }
+}
+
+inline ProcessKill(b) {
+  d_step { UP(b) && FAULT && nkill < MAX_KILL && (KILL_MASK & BIT(b)) ->
+    nkill++; nfault++;
+    printf("ProcessKill(%d): same boot, nothing lost\n", b);
+    stop_process(b);
+    br[b].rot = (br[b].tok -> 0 : 1);
+    skip }
+}
+
+inline SyncError(b) {
+  d_step { UP(b) && FAULT && nse < MAX_SE && (SE_MASK & BIT(b)) && br[b].syn < br[b].ln ->
+    nse++; nfault++;
+    printf("SyncError(%d): sync failed, offsets %d..%d are not durable; token removed, exit\n", b, br[b].syn, br[b].ln);
+    br[b].bad = br[b].syn; br[b].tok = 0;
+    stop_process(b);
+#ifdef NO_BOOT_TOKEN
+    if :: !MODE(b) -> br[b].rot = 0 :: else -> br[b].rot = 1 fi;
+#else
+#ifdef ONCOMMIT_NO_TOKEN
+    if :: MODE(b) -> br[b].rot = 0 :: else -> br[b].rot = 1 fi;
+#else
+    br[b].rot = 1;
+#endif
+#endif
+    skip }
+}
+
+/* the kernel drops clean pages of a failed write: the copy loses them, ids unchanged */
+inline Evict(b) {
+  d_step { br[b].bad != NOBAD && br[b].bad < br[b].ln ->
+    printf("Evict(%d): page cache drops offsets %d..%d\n", b, br[b].bad, br[b].ln);
+    truncate_to(b, br[b].bad); br[b].bad = NOBAD;
+    skip }
+}
+
+inline Wipe(b) {
+  d_step { FAULT && nwipe < MAX_WIPE && (WIPE_MASK & BIT(b)) ->
+    nwipe++; nfault++;
+    printf("Wipe(%d): empty data directory\n", b);
+    stop_process(b);
+    truncate_to(b, 0); br[b].bad = NOBAD;
+    sidctr++; br[b].sid = sidctr; br[b].bsid = br[b].sid; cidctr++; br[b].cid = cidctr;
+    br[b].bgen = 0; br[b].bl = NONE; br[b].blcid = NONE; br[b].blinc = NONE;
+    br[b].rot = 0; br[b].lostsid = 0; br[b].hwm = 0;
+    skip }
+}
+
+inline DeleteShardDir(b) {
+  d_step { UP(b) && !br[b].cut && FAULT && ndel < MAX_DEL && (DEL_MASK & BIT(b)) ->
+    ndel++; nfault++;
+    br[b].ph = 0; br[b].lg = 0; br[b].prom = 0; br[b].cnt = 0;
+    truncate_to(b, 0); br[b].bad = NOBAD; br[b].hwm = 0;
+#ifndef NO_COPY_ID
+    cidctr++; br[b].cid = cidctr;
+#endif
+    br[b].bgen = 0; br[b].bl = NONE; br[b].blcid = NONE; br[b].blinc = NONE;
+    printf("DeleteShardDir(%d): shard directory made anew, copy id %d\n", b, br[b].cid);
+    inventory_in(b);
+    ballot_from_cp(b);
+    skip }
+}
+
+inline RollbackSameIds(b) {
+  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 ->
+    nrsi++; nfault++;
+    printf("RollbackSameIds(%d): older snapshot of the directory, ids unchanged, log end %d -> %d\n", b, br[b].ln, br[b].ln - 1);
+    truncate_to(b, br[b].ln - 1);
+    skip }
+}
+
+inline LeaseLapse(b) {
+  d_step { lease[b] && (!UP(b) || br[b].cut || nlapse < MAX_LAPSE) ->
+    if :: UP(b) && !br[b].cut -> nlapse++ :: else fi;
+    printf("LeaseLapse(%d)\n", b);
+    lease[b] = 0;
+    skip }
+}
+
+/* heartbeat: renews the lease; a leader whose pin is gone stops */
+inline Heartbeat(b) {
+  d_step { UP(b) && !br[b].cut &&
+           (!lease[b] || (br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc))) ->
+    lease[b] = 1;
+    if
+    :: br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc) ->
+       printf("Heartbeat(%d): pin gone, stops leading generation %d\n", b, br[b].lg);
+       br[b].ph = 0
+    :: else -> printf("Heartbeat(%d): lease renewed\n", b)
+    fi;
+    skip }
+}
+
+inline Partition(b) {
+  d_step { !br[b].cut && FAULT && npart < MAX_PART ->
+    npart++; nfault++; br[b].cut = 1; printf("Partition(%d)\n", b); skip }
+}
+
+inline Heal(b) {
+  d_step { br[b].cut -> br[b].cut = 0; printf("Heal(%d)\n", b); skip }
+}
+
+inline Drain(l) {
+  d_step { LEADS(l) && FAULT && ndrain < MAX_DRAIN && pl[cgen] == l && br[l].lg == cgen ->
+    ndrain++; nfault++; drain = 1; printf("Drain(%d): hand-off requested\n", l); skip }
+}
+
+/* ---------------- placement ---------------- */
+#ifdef NO_ID_CHECK_IN_PLACEMENT
+#define TRUSTED(r) (mcid[r] != NONE)
+#else
+#define TRUSTED(r) (mcid[r] != NONE && mcid[r] == regcid[r] && !strg[r])
+#endif
+#define CAUGHTUP(r) (TRUSTED(r) && mlen[r] >= maxhwm)
+#define INVMATCH(r) (TRUSTED(r) && icid[r] == mcid[r] && ilen[r] >= maxhwm && (maxhwm == 0 || igen[r] >= hwmgen))
+#define ELIGIBLE(r) (lease[r] && (CAUGHTUP(r) || INVMATCH(r)))
+#define TRIGGER (!lease[pl[cgen]] || reginc[pl[cgen]] != pinc[cgen] || regcid[pl[cgen]] != pcid[cgen] || \
+                 drain || ftmo || seen > cgen)
+#ifdef RANK_BY_OFFSET
+#define RANKGT(g1,n1,g2,n2) ((n1) > (n2))
+#else
+#define RANKGT(g1,n1,g2,n2) ((g1) > (g2) || ((g1) == (g2) && (n1) > (n2)))
+#endif
+#define PRANKG(r) (CAUGHTUP(r) -> mgen[r] : igen[r])
+#define PRANKN(r) (CAUGHTUP(r) -> mlen[r] : ilen[r])
+
+#ifdef GEN_FROM_STORE
+#define NEWGEN (cgen + 1)
+#else
+#define NEWGEN ((seen > cgen -> seen : cgen) + 1)
+#endif
+
+inline assign(r0, recl) {
+  vg = NEWGEN;
+  prevg = cgen; cgen = vg;
+  pl[vg] = r0; pcid[vg] = regcid[r0]; pinc[vg] = reginc[r0]; act[vg] = 0;
+  for (vi : 0 .. N-1) {
+    if
+    :: TRUSTED(vi) -> asgcid[vi] = regcid[vi]; asgfl[vi] = fl[vi]
+    :: else -> asgcid[vi] = NONE; asgfl[vi] = 0
+    fi
+  }
+  drain = 0; ftmo = 0; rclg = recl;
+  if :: seen < cgen -> seen = cgen :: else fi
+}
+
+/* Promote(r): placement picks r, an eligible copy of highest rank */
+inline Promote(r) {
+  d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && ELIGIBLE(r) &&
+           !(ELIGIBLE((r+1)%N) && RANKGT(PRANKG((r+1)%N), PRANKN((r+1)%N), PRANKG(r), PRANKN(r))) &&
+           !(ELIGIBLE((r+2)%N) && RANKGT(PRANKG((r+2)%N), PRANKN((r+2)%N), PRANKG(r), PRANKN(r))) ->
+    assign(r, 0);
+    printf("Promote(%d): generation %d pinned to copy %d incarnation %d\n", r, cgen, pcid[cgen], pinc[cgen]);
+    skip }
+}
+
+/* Reclaim: no copy is eligible; the crashed leader came back (new ids) and every
+   follower is measured behind it: name it again, at a new generation */
+inline Reclaim() {
+  d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && !ELIGIBLE(0) && !ELIGIBLE(1) && !ELIGIBLE(2) &&
+           lease[pl[cgen]] && reginc[pl[cgen]] != pinc[cgen] && regcid[pl[cgen]] != pcid[cgen] ->
+    vs = pl[cgen]; vc = 1;
+#ifndef BLIND_RECLAIM
+    for (vi : 0 .. N-1) {
+      if
+      :: vi != vs && TRUSTED(vi) && !RANKGT(igen[vs], ilen[vs], mgen[vi], mlen[vi]) -> vc = 0
+      :: else
+      fi
+    }
+#endif
+    if
+    :: vc ->
+       assign(vs, 1);
+#ifdef BLIND_RECLAIM
+       asgcid[vs] = regcid[vs]; asgfl[vs] = 0;    /* trusts the returned leader's own inventory */
+#endif
+       printf("Reclaim: generation %d names the returned leader %d again\n", cgen, vs)
+    :: else
+    fi;
+    skip }
+}
+
+/* ---------------- promotion fence ---------------- */
+inline FenceStart(l) {
+  d_step { UP(l) && !br[l].cut && br[l].ph != 1 && !(br[l].ph == 2 && br[l].lg == cgen) &&
+           pl[cgen] == l && pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc ->
+    if
+    :: br[l].bgen > cgen || (br[l].bgen == cgen && !(br[l].bl == l && br[l].blcid == br[l].cid && br[l].blinc == br[l].inc)) ->
+       printf("FenceStart(%d): own copy refuses generation %d (promised %d)\n", l, cgen, br[l].bgen);
+       if :: br[l].bgen > seen -> seen = br[l].bgen :: else -> ftmo = 1 fi
+    :: else ->
+       printf("FenceStart(%d): promises generation %d\n", l, cgen);
+       br[l].bgen = cgen; br[l].bl = l; br[l].blcid = br[l].cid; br[l].blinc = br[l].inc;
+       br[l].ph = 1; br[l].lg = cgen; br[l].prom = BIT(l); br[l].rcl = rclg;
+       br[l].cnt = (COUNTS(l) -> BIT(l) : 0); br[l].acid[l] = br[l].cid;
+       br[l].agen[l] = RGEN(l); br[l].alen[l] = HELD(l);
+       for (vk : 0 .. N-1) { br[l].cinc[vk] = 0 }
+    fi;
+    skip }
+}
+
+inline FencePromise(l, r) {
+  d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) ->
+    if
+    :: br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l)) ->
+       printf("FencePromise(%d<-%d): refused, copy promised generation %d\n", l, r, br[r].bgen);
+       if :: br[r].bgen > seen -> seen = br[r].bgen :: else -> ftmo = 1 fi;
+       br[l].ph = 0
+    :: else ->
+       br[r].bgen = br[l].lg; br[r].bl = l; br[r].blcid = br[l].cid; br[r].blinc = br[l].inc;
+#ifdef OLD_LEADER_APPENDS
+       if :: br[r].ph == 1 -> br[r].ph = 0 :: else fi;
+#else
+       if :: br[r].ph != 0 -> br[r].ph = 0; printf("  %d stops leading generation %d\n", r, br[r].lg) :: else fi;
+#endif
+       br[l].prom = br[l].prom | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r);
+       if :: COUNTS(r) -> br[l].cnt = br[l].cnt | BIT(r) :: else fi;
+       printf("FencePromise(%d<-%d): promised generation %d, rank (%d,%d), counted %d\n", l, r, br[l].lg,
+              RGEN(r), HELD(r), (COUNTS(r) -> 1 : 0))
+    fi;
+    skip }
+}
+
+#ifdef SHORTCUT_NO_ACTIVE
+#define SHORTCUT(l) (prevg > 0 && br[l].lg == prevg + 1 && pl[prevg] == l && pcid[prevg] == br[l].cid && (br[l].cnt & BIT(l)))
+#else
+#define SHORTCUT(l) (prevg > 0 && br[l].lg == prevg + 1 && pl[prevg] == l && pcid[prevg] == br[l].cid && act[prevg] && (br[l].cnt & BIT(l)))
+#endif
+#ifdef RECLAIM_NO_MAJORITY
+#define ENOUGH(l) (POP(br[l].cnt) >= MAJ || SHORTCUT(l) || br[l].rcl)
+#else
+#define ENOUGH(l) (POP(br[l].cnt) >= MAJ || SHORTCUT(l))
+#endif
+
+inline FenceEnd(l) {
+  d_step { UP(l) && br[l].ph == 1 && OWNB(l) && ENOUGH(l) ->
+    vs = l;
+    if :: !(br[l].cnt & BIT(l)) -> vs = NONE :: else fi;
+    for (vi : 0 .. N-1) {
+      if
+      :: (br[l].cnt & BIT(vi)) && (vs == NONE || RANKGT(br[l].agen[vi], br[l].alen[vi], br[l].agen[vs], br[l].alen[vs])) -> vs = vi
+      :: else
+      fi
+    }
+    if :: vs == NONE -> vs = l :: else fi;
+    if
+    :: vs != l && (!UP(vs) || br[vs].cut) -> skip            /* wait for the source */
+    :: br[vs].cid != br[l].acid[vs] ->
+       printf("FenceEnd(%d): source %d changed copy id, fence starts over\n", l, vs);
+       br[l].ph = 0
+    :: else ->
+       if
+       :: vs != l ->
+          ca = br[l].ln; cb = HELD(vs); common(l, vs);
+          truncate_to(l, vt);
+          for (vk : 0 .. L-1) { if :: vk >= vt && vk < HELD(vs) -> br[l].e[vk] = br[vs].e[vk] :: else fi }
+          br[l].ln = HELD(vs);
+          if :: MODE(l) -> br[l].syn = br[l].ln :: else fi
+       :: else -> ca = HELD(l); truncate_to(l, ca)
+       fi;
+#ifdef NO_GEN_START_RECORD
+       br[l].mark = br[l].ln;
+#else
+       if
+       :: br[l].ln < L -> br[l].mark = br[l].ln; br[l].e[br[l].ln] = E(br[l].lg, 0); br[l].ln++
+       :: else -> br[l].mark = br[l].ln; printf("  (log full: no room for the start record)\n")
+       fi;
+#endif
+#ifdef NEW_LEADER_OWN_HWM
+       if :: br[l].hwm > br[l].ln -> br[l].hwm = br[l].ln :: else fi;
+#else
+       br[l].hwm = maxhwm;
+#endif
+       for (vk : 0 .. N-1) { br[l].cur[vk] = 0; br[l].ccid[vk] = NONE; br[l].cinc[vk] = 0 }
+       br[l].ph = 2;
+       printf("FenceEnd(%d): adopted copy %d, serves generation %d, log end %d, HWM %d\n",
+              l, vs, br[l].lg, br[l].ln, br[l].hwm)
+    fi;
+    skip }
+}
+
+/* ---------------- control-plane restart and rollback ---------------- */
+inline CPRestart() {
+  d_step { FAULT && ncpr < MAX_CPR -> ncpr++; nfault++; cpwait = 1; invm = 0;
+    printf("ControlPlaneRestart: waits for inventories\n"); skip }
+}
+
+inline CPSnapshot() {
+  d_step { nsnap == 0 && MAX_ROLL > 0 ->
+    nsnap = 1;
+    s_cgen = cgen; s_prevg = prevg; s_maxhwm = maxhwm; s_hwmgen = hwmgen; s_seen = seen;
+    for (vi : 0 .. MAXG) { s_pl[vi] = pl[vi]; s_pcid[vi] = pcid[vi]; s_pinc[vi] = pinc[vi]; s_act[vi] = act[vi] }
+    for (vi : 0 .. N-1) { s_regcid[vi] = regcid[vi]; s_reginc[vi] = reginc[vi]; s_strg[vi] = strg[vi];
+      s_mcid[vi] = mcid[vi]; s_mlen[vi] = mlen[vi]; s_mgen[vi] = mgen[vi]; s_fl[vi] = fl[vi];
+      s_asgcid[vi] = asgcid[vi]; s_asgfl[vi] = asgfl[vi] }
+    printf("CPSnapshot: backup of the control-plane database at generation %d\n", cgen);
+    skip }
+}
+
+inline Rollback() {
+  d_step { nsnap == 1 && FAULT && nroll < MAX_ROLL ->
+    nroll++; nfault++;
+    cgen = s_cgen; prevg = s_prevg; maxhwm = s_maxhwm; hwmgen = s_hwmgen; seen = s_seen;
+    for (vi : 0 .. MAXG) { pl[vi] = s_pl[vi]; pcid[vi] = s_pcid[vi]; pinc[vi] = s_pinc[vi]; act[vi] = s_act[vi] }
+    for (vi : 0 .. N-1) { regcid[vi] = s_regcid[vi]; reginc[vi] = s_reginc[vi]; strg[vi] = s_strg[vi];
+      mcid[vi] = s_mcid[vi]; mlen[vi] = s_mlen[vi]; mgen[vi] = s_mgen[vi]; fl[vi] = s_fl[vi];
+      asgcid[vi] = s_asgcid[vi]; asgfl[vi] = s_asgfl[vi] }
+    drain = 0; ftmo = 0; rclg = 0;
+    cpwait = 1; invm = 0;
+    printf("Rollback: control-plane database restored to generation %d; waits for inventories\n", cgen);
+    skip }
+}
+
+/* a live broker sees the new instance id and re-sends its inventory (same incarnation) */
+inline Reinventory(b) {
+  d_step { cpwait && UP(b) && !br[b].cut && !(invm & BIT(b)) ->
+    printf("Reinventory(%d): ballot generation %d, rank (%d,%d)\n", b, br[b].bgen, RGEN(b), HELD(b));
+    inventory_in(b);
+    reginc[b] = br[b].inc;
+    skip }
+}
+
+/* ---------------- the system ---------------- */
+#define PER_B(A) :: A(0) :: A(1) :: A(2)
+#define PER_LF(A) :: A(0,1) :: A(0,2) :: A(1,0) :: A(1,2) :: A(2,0) :: A(2,1)
+
+init {
+  /* stream created: generation 1 pinned to broker 0, every copy measured at (0,0), floor 0 */
+  d_step {
+    for (vi : 0 .. N-1) {
+      br[vi].sid = vi + 1; br[vi].bsid = vi + 1; br[vi].cid = vi + 1; br[vi].inc = vi + 1; br[vi].tok = 1;
+      br[vi].bad = NOBAD; br[vi].bgen = 1; br[vi].bl = 0; br[vi].blcid = 1; br[vi].blinc = 1;
+      regcid[vi] = vi + 1; reginc[vi] = vi + 1; lease[vi] = 1;
+      mcid[vi] = vi + 1; icid[vi] = vi + 1; asgcid[vi] = vi + 1;
+      for (vj : 0 .. N-1) { br[vi].ccid[vj] = NONE }
+    }
+    for (vj : 1 .. N-1) { br[0].ccid[vj] = vj + 1; br[0].cinc[vj] = vj + 1 }
+    cgen = 1; seen = 1; pl[1] = 0; pcid[1] = 1; pinc[1] = 1; act[1] = 1;
+    br[0].lg = 1; br[0].ph = 2; br[0].mark = NONE;
+  }
+  do
+  PER_B(Append)
+  PER_B(Flush)
+  PER_LF(Handshake)
+  PER_LF(Ship)
+  :: Acknowledge(0, 1) :: Acknowledge(1, 1) :: Acknowledge(2, 1)
+#if NV >= 2
+  :: Acknowledge(0, 2) :: Acknowledge(1, 2) :: Acknowledge(2, 2)
+#endif
+#if NV >= 3
+  :: Acknowledge(0, 3) :: Acknowledge(1, 3) :: Acknowledge(2, 3)
+#endif
+#if NV >= 4
+  :: Acknowledge(0, 4) :: Acknowledge(1, 4) :: Acknowledge(2, 4)
+#endif
+  PER_B(Commit)
+  PER_B(Report)
+  PER_B(Register)
+  PER_B(Crash)
+  PER_B(CrashLoseSid)
+  PER_B(ProcessKill)
+  PER_B(SyncError)
+  PER_B(Evict)
+  PER_B(Wipe)
+  PER_B(DeleteShardDir)
+  PER_B(RollbackSameIds)
+  PER_B(LeaseLapse)
+  PER_B(Heartbeat)
+  PER_B(Partition)
+  PER_B(Heal)
+  PER_B(Drain)
+  PER_B(Promote)
+  :: Reclaim()
+  :: RackPowerLoss()
+  PER_B(FenceStart)
+  PER_LF(FencePromise)
+  PER_B(FenceEnd)
+  :: CPRestart()
+  :: CPSnapshot()
+  :: Rollback()
+  PER_B(Reinventory)
+  od
+}
