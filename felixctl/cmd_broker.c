@@ -17,16 +17,7 @@ static int broker_list(const ctl_opts *o) {
                                      "LEASE_AGE_MS"};
   static const char *const keys[] = {"id", "alive", "address", "storage_id", "incarnation", "fsync_mode",
                                      "lease_age_ms"};
-  enum { N = sizeof head / sizeof head[0] };
-  ctl_table *t = ctl_table_new(N, head);
-  const cJSON *b;
-  cJSON_ArrayForEach(b, r.json) {
-    char buf[N][64];
-    const char *cells[N];
-    for (int i = 0; i < N; i++) cells[i] = ctl_field(b, keys[i], buf[i]);
-    ctl_table_row(t, cells);
-  }
-  ctl_table_print(t);
+  ctl_print_rows(r.json, head, keys, (int)(sizeof head / sizeof head[0]));
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
 }
@@ -34,31 +25,13 @@ static int broker_list(const ctl_opts *o) {
 static void print_copies(const cJSON *copies) {
   static const char *const head[] = {"STREAM", "SHARD", "ROLE", "GENERATION", "COPY_ID"};
   static const char *const keys[] = {"stream", "shard", "role", "generation", "copy_id"};
-  enum { N = sizeof head / sizeof head[0] };
-  ctl_table *t = ctl_table_new(N, head);
-  const cJSON *c;
-  cJSON_ArrayForEach(c, copies) {
-    char buf[N][64];
-    const char *cells[N];
-    for (int i = 0; i < N; i++) cells[i] = ctl_field(c, keys[i], buf[i]);
-    ctl_table_row(t, cells);
-  }
-  ctl_table_print(t);
+  ctl_print_rows(copies, head, keys, (int)(sizeof head / sizeof head[0]));
 }
 
 void ctl_print_events(const cJSON *events) {
   static const char *const head[] = {"ID", "TS", "KIND", "STREAM", "SHARD", "GENERATION", "BROKER", "MESSAGE"};
   static const char *const keys[] = {"id", "ts", "kind", "stream", "shard", "generation", "broker", "message"};
-  enum { N = sizeof head / sizeof head[0] };
-  ctl_table *t = ctl_table_new(N, head);
-  const cJSON *e;
-  cJSON_ArrayForEach(e, events) {
-    char buf[N][64];
-    const char *cells[N];
-    for (int i = 0; i < N; i++) cells[i] = ctl_field(e, keys[i], buf[i]);
-    ctl_table_row(t, cells);
-  }
-  ctl_table_print(t);
+  ctl_print_rows(events, head, keys, (int)(sizeof head / sizeof head[0]));
 }
 
 static int broker_describe(const ctl_opts *o) {

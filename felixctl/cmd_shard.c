@@ -65,16 +65,7 @@ static void print_replicas(const cJSON *replicas) {
                                      "INCARNATION", "CONFIRMED",  "CAUGHT_UP",             "STRANGER"};
   static const char *const keys[] = {"broker",      "storage_id", "registered_storage_id", "copy_id",
                                      "incarnation", "confirmed",  "caught_up",             "stranger"};
-  enum { N = sizeof head / sizeof head[0] };
-  ctl_table *t = ctl_table_new(N, head);
-  const cJSON *r;
-  cJSON_ArrayForEach(r, replicas) {
-    char buf[N][64];
-    const char *cells[N];
-    for (int i = 0; i < N; i++) cells[i] = ctl_field(r, keys[i], buf[i]);
-    ctl_table_row(t, cells);
-  }
-  ctl_table_print(t);
+  ctl_print_rows(replicas, head, keys, (int)(sizeof head / sizeof head[0]));
 }
 
 static int shard_describe(const ctl_opts *o) {

@@ -80,16 +80,7 @@ static int stream_list(const ctl_opts *o) {
   }
   static const char *const head[] = {"NAME", "SHARDS", "REPLICAS", "ACKS", "CREATED_AT", "UUID"};
   static const char *const keys[] = {"name", "shards", "replicas", "acks", "created_at", "uuid"};
-  enum { N = sizeof head / sizeof head[0] };
-  ctl_table *t = ctl_table_new(N, head);
-  const cJSON *s;
-  cJSON_ArrayForEach(s, r.json) {
-    char buf[N][64];
-    const char *cells[N];
-    for (int i = 0; i < N; i++) cells[i] = ctl_field(s, keys[i], buf[i]);
-    ctl_table_row(t, cells);
-  }
-  ctl_table_print(t);
+  ctl_print_rows(r.json, head, keys, (int)(sizeof head / sizeof head[0]));
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
 }

@@ -109,6 +109,10 @@ void ctl_table_print(ctl_table *t); /* to stdout; frees t */
 /* The text of obj[key] for a table cell: strings as they are, integers
  * without exponent, booleans yes/no, null or missing "-". */
 const char *ctl_field(const cJSON *obj, const char *key, char buf[64]);
+/* Prints the JSON array `rows` as a table: one row per object, one column
+ * per key (ctl_field), under the given headers. n <= CTL_MAX_COLUMNS. */
+#define CTL_MAX_COLUMNS 16
+void ctl_print_rows(const cJSON *rows, const char *const *headers, const char *const *keys, int n);
 /* Key-value lines of describe views ("Name:        orders"). */
 void ctl_kv(const char *key, const char *value);
 /* The control plane's answer as it sent it, on one line. */

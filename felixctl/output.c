@@ -113,3 +113,15 @@ void ctl_json_string(FILE *f, const char *s) {
   }
   fputc('"', f);
 }
+
+void ctl_print_rows(const cJSON *rows, const char *const *headers, const char *const *keys, int n) {
+  ctl_table *t = ctl_table_new(n, headers);
+  const cJSON *row;
+  cJSON_ArrayForEach(row, rows) {
+    char buf[CTL_MAX_COLUMNS][64];
+    const char *cells[CTL_MAX_COLUMNS];
+    for (int i = 0; i < n && i < CTL_MAX_COLUMNS; i++) cells[i] = ctl_field(row, keys[i], buf[i]);
+    ctl_table_row(t, cells);
+  }
+  ctl_table_print(t);
+}
