@@ -21,7 +21,9 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 .PHONY: all deps check unit bats fuzz fuzz-smoke formal bench install clean run
 
-all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felixctl
+FAULTS   = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
+
+all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felixctl $(FAULTS)
 
 deps:
 	@sh scripts/deps.sh
@@ -50,6 +52,20 @@ $(BUILD)/felix-broker: $(BROKER_SRC) $(wildcard felix-broker/*.h) $(BUILD)/libfe
 
 $(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses $(LDLIBS) -o $@
+
+# The power-cut tools of tests/faults/ (see its README): an LD_PRELOAD sync
+# recorder, the powercut command, and a small writer for their own tests.
+$(BUILD)/faults/libfelix_faults.so: tests/faults/felix_faults.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -O2 -fPIC -shared -D_GNU_SOURCE $< -o $@ -ldl -lpthread
+
+$(BUILD)/faults/powercut: tests/faults/powercut.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -O2 -D_GNU_SOURCE $< -o $@
+
+$(BUILD)/faults/writer: tests/faults/writer.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) -O2 -D_GNU_SOURCE $< -o $@ -lpthread
 
 $(BUILD)/tools/felix-mkdata: tests/tools/felix-mkdata.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)

@@ -1,0 +1,190 @@
+/* felix_faults.c — LD_PRELOAD sync recorder for power-cut tests (DESIGN.md §6).
+ *
+ * Wraps libc fsync, fdatasync, syncfs and sync. With FELIX_FAULTS_LEDGER=path set,
+ * every successful sync appends ledger records, each with ONE write() to the
+ * ledger opened O_APPEND, so a SIGKILL never leaves half a record:
+ *
+ *   sync <dev> <ino> <size>\n     fsync/fdatasync of a regular file; size is
+ *                                 fstat st_size taken just before the sync
+ *   dirsync <dev> <ino>\n         fsync/fdatasync of a directory
+ *   syncfs <dev>\n                syncfs (preceded by sync/dirsync records for
+ *                                 every entry on <dev> under FELIX_FAULTS_ROOT)
+ *   syncall\n                     sync() (preceded likewise, for every device)
+ *   fail <call> <dev> <ino>\n     a sync made to fail by FELIX_FAULTS_FAIL_SYNC_IF
+ *
+ * With FELIX_FAULTS_FAIL_SYNC_IF=path set, while that path exists every wrapped
+ * sync returns -1 with errno EIO (sync() cannot fail; it just records "fail").
+ * See tests/faults/README.md.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+static int (*real_syncfs)(int);
+static void (*real_sync)(void);
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+    real_fsync = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+    real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+    real_syncfs = (int (*)(int))dlsym(RTLD_NEXT, "syncfs");
+    real_sync = (void (*)(void))dlsym(RTLD_NEXT, "sync");
+}
+
+/* Appends one record with one write(); errno is preserved. */
+static void record(const char *fmt, ...)
+{
+    const char *ledger = getenv("FELIX_FAULTS_LEDGER");
+    if (ledger == NULL || *ledger == '\0')
+        return;
+    int saved = errno;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n > 0 && (size_t)n < sizeof buf) {
+        int fd = open(ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            ssize_t w = write(fd, buf, (size_t)n);
+            (void)w;
+            close(fd);
+        }
+    }
+    errno = saved;
+}
+
+static int failing(void)
+{
+    const char *p = getenv("FELIX_FAULTS_FAIL_SYNC_IF");
+    if (p == NULL || *p == '\0')
+        return 0;
+    int saved = errno;
+    int r = access(p, F_OK) == 0;
+    errno = saved;
+    return r;
+}
+
+static void record_entry(const struct stat *st)
+{
+    if (S_ISREG(st->st_mode))
+        record("sync %llu %llu %lld\n", (unsigned long long)st->st_dev,
+               (unsigned long long)st->st_ino, (long long)st->st_size);
+    else if (S_ISDIR(st->st_mode))
+        record("dirsync %llu %llu\n", (unsigned long long)st->st_dev,
+               (unsigned long long)st->st_ino);
+}
+
+static int do_fdsync(int fd, int (*real)(int), const char *name)
+{
+    pthread_once(&once, resolve);
+    if (real == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct stat st;
+    int have = fstat(fd, &st) == 0;
+    if (failing()) {
+        if (have)
+            record("fail %s %llu %llu\n", name, (unsigned long long)st.st_dev,
+                   (unsigned long long)st.st_ino);
+        else
+            record("fail %s 0 0\n", name);
+        errno = EIO;
+        return -1;
+    }
+    int r = real(fd);
+    if (r == 0 && have)
+        record_entry(&st);
+    return r;
+}
+
+int fsync(int fd)
+{
+    pthread_once(&once, resolve);
+    return do_fdsync(fd, real_fsync, "fsync");
+}
+
+int fdatasync(int fd)
+{
+    pthread_once(&once, resolve);
+    return do_fdsync(fd, real_fdatasync, "fdatasync");
+}
+
+/* nftw has no user argument: the device being synced (or all) for the walk. */
+static pthread_mutex_t walk_lock = PTHREAD_MUTEX_INITIALIZER;
+static dev_t walk_dev;
+static int walk_all;
+
+static int walk_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)path;
+    (void)ftw;
+    if (flag == FTW_F || flag == FTW_D || flag == FTW_DP)
+        if (walk_all || st->st_dev == walk_dev)
+            record_entry(st);
+    return 0;
+}
+
+static void walk_root(dev_t dev, int all)
+{
+    const char *root = getenv("FELIX_FAULTS_ROOT");
+    const char *ledger = getenv("FELIX_FAULTS_LEDGER");
+    if (root == NULL || *root == '\0' || ledger == NULL || *ledger == '\0')
+        return;
+    int saved = errno;
+    pthread_mutex_lock(&walk_lock);
+    walk_dev = dev;
+    walk_all = all;
+    nftw(root, walk_cb, 16, FTW_PHYS);
+    pthread_mutex_unlock(&walk_lock);
+    errno = saved;
+}
+
+int syncfs(int fd)
+{
+    pthread_once(&once, resolve);
+    if (real_syncfs == NULL) {
+        errno = ENOSYS;
+        return -1;
+    }
+    struct stat st;
+    int have = fstat(fd, &st) == 0;
+    if (failing()) {
+        record("fail syncfs %llu 0\n", have ? (unsigned long long)st.st_dev : 0ULL);
+        errno = EIO;
+        return -1;
+    }
+    /* Everything on the device at the moment syncfs starts is made durable:
+     * sizes are taken by a walk before the real call (conservative). */
+    if (have)
+        walk_root(st.st_dev, 0);
+    int r = real_syncfs(fd);
+    if (r == 0 && have)
+        record("syncfs %llu\n", (unsigned long long)st.st_dev);
+    return r;
+}
+
+void sync(void)
+{
+    pthread_once(&once, resolve);
+    if (failing()) {
+        record("fail sync 0 0\n");
+        return;
+    }
+    walk_root(0, 1);
+    if (real_sync != NULL)
+        real_sync();
+    record("syncall\n");
+}
