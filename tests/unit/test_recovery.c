@@ -47,36 +47,23 @@ typedef struct tlog {
   char dir[4200];  /* root/shard: the log directory */
 } tlog;
 
-#define MAX_ROOTS 128
-static char live_roots[MAX_ROOTS][4096];
-
 static tlog tlog_new(void) {
   tlog t;
   char *r = tu_mkdtemp();
   snprintf(t.root, sizeof t.root, "%s", r);
   free(r);
   snprintf(t.dir, sizeof t.dir, "%s/shard", t.root);
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (!live_roots[i][0]) {
-      snprintf(live_roots[i], sizeof live_roots[i], "%s", t.root);
-      break;
-    }
+  tu_track(t.root);
   return t;
 }
 
 static void tlog_free(tlog *t) {
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (strcmp(live_roots[i], t->root) == 0) live_roots[i][0] = '\0';
-  tu_rmdir(strdup(t->root));
+  tu_untrack_rmdir(t->root);
 }
 
 static int remove_leftover_roots(void **s) {
   (void)s;
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (live_roots[i][0]) {
-      tu_rmdir(strdup(live_roots[i]));
-      live_roots[i][0] = '\0';
-    }
+  tu_remove_tracked();
   return 0;
 }
 

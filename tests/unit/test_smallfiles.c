@@ -19,9 +19,6 @@ typedef struct tdir {
   int fd;
 } tdir;
 
-#define MAX_ROOTS 64
-static char live_roots[MAX_ROOTS][4096];
-
 static tdir tdir_new(void) {
   tdir t;
   char *p = tu_mkdtemp();
@@ -29,29 +26,19 @@ static tdir tdir_new(void) {
   free(p);
   t.fd = open(t.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   assert_true(t.fd >= 0);
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (!live_roots[i][0]) {
-      snprintf(live_roots[i], sizeof live_roots[i], "%s", t.path);
-      break;
-    }
+  tu_track(t.path);
   return t;
 }
 
 static void tdir_free(tdir *t) {
   close(t->fd);
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (strcmp(live_roots[i], t->path) == 0) live_roots[i][0] = '\0';
-  tu_rmdir(strdup(t->path));
+  tu_untrack_rmdir(t->path);
 }
 
 /* Removes what a failed test left behind. */
 static int remove_leftover_roots(void **s) {
   (void)s;
-  for (size_t i = 0; i < MAX_ROOTS; i++)
-    if (live_roots[i][0]) {
-      tu_rmdir(strdup(live_roots[i]));
-      live_roots[i][0] = '\0';
-    }
+  tu_remove_tracked();
   unsetenv("FELIX_BOOT_ID_FILE");
   unsetenv("FELIX_RUNTIME_DIR");
   return 0;

@@ -34,6 +34,35 @@ static inline void tu_rmdir(char *dir) {
   free(dir);
 }
 
+/* Temp directories a test made and has not removed yet: a test that fails
+ * midway (cmocka longjmps out) leaves its directory here, and the group
+ * teardown tu_remove_tracked removes them all. */
+#define TU_MAX_TRACKED 128
+static char tu_tracked[TU_MAX_TRACKED][4096];
+
+static inline void tu_track(const char *dir) {
+  for (size_t i = 0; i < TU_MAX_TRACKED; i++)
+    if (!tu_tracked[i][0]) {
+      snprintf(tu_tracked[i], sizeof tu_tracked[i], "%s", dir);
+      return;
+    }
+}
+
+/* Removes dir (recursively) and forgets it. */
+static inline void tu_untrack_rmdir(const char *dir) {
+  for (size_t i = 0; i < TU_MAX_TRACKED; i++)
+    if (strcmp(tu_tracked[i], dir) == 0) tu_tracked[i][0] = '\0';
+  tu_rmdir(strdup(dir));
+}
+
+static inline void tu_remove_tracked(void) {
+  for (size_t i = 0; i < TU_MAX_TRACKED; i++)
+    if (tu_tracked[i][0]) {
+      tu_rmdir(strdup(tu_tracked[i]));
+      tu_tracked[i][0] = '\0';
+    }
+}
+
 static inline char *tu_path(const char *dir, const char *name) {
   char *p = malloc(strlen(dir) + strlen(name) + 2);
   sprintf(p, "%s/%s", dir, name);
