@@ -263,6 +263,8 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   run -0 "$CTL" stream create m --shards 1 --replicas 1
   wait_until 20 shard_is m/0 Active
   http="http://127.0.0.1:$((PORT_BASE + 21))"
+  # /metrics is a snapshot the broker renders every half second: wait for the new shard in it
+  wait_until 20 bash -c "curl -s --max-time 5 '$http/metrics' | grep -q '^felix_hwm{stream=\"m\",shard=\"0\"} '"
   run -0 curl -s --max-time 5 "$http/metrics"
   metrics=$output
   man_text=$(groff -t -man -Tascii -P-cbou -rLL=2000n -rHY=0 "$REPO_ROOT/man/felix-broker.8" 2>/dev/null)
