@@ -32,6 +32,16 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   if (i < 0 || !felix_hex_valid(e->copy_id, 32)) return changed;
   cp_slot_row *s = &sh->slots[i];
   bool fresh_shard = sh->generation == 0 && e->log_end == 0;
+  if (!strcmp(s->copy_id, e->copy_id) && !s->stranger && e->log_end < s->floor) {
+    /* §4.5: the copy's own inventory under unchanged ids shows less than it
+     * was once measured holding: a rolled-back snapshot or a lost write. */
+    s->stranger = true;
+    cp_event_add(cp, "stranger", sh, b->id, sh->generation, err,
+                 "copy %s of %s/%d on %s holds %" PRId64 " below its floor %" PRId64
+                 " under unchanged ids (a rolled-back snapshot, a lost write or a hand-restored directory): a stranger from now on",
+                 e->copy_id, sh->stream, sh->shard, b->id, e->log_end, s->floor);
+    return true;
+  }
   if (!strcmp(s->copy_id, e->copy_id) || (s->copy_id[0] && !fresh_shard)) return changed;
   /* Empty slot, or a generation-0 copy made anew before anything was issued. */
   snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
@@ -165,6 +175,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
                                  .last_generation = e ? e->last_generation : 0,
+                                 .measured = s->copy_id[0] && !s->stranger, .confirmed = s->confirmed, .floor = s->floor,
                                  .point_generation = e && e->log_end >= sh->max_hwm && sh->max_hwm > 0
                                                          ? cp_inv_generation_at(e, sh->max_hwm - 1) : 0};
   }

@@ -65,11 +65,17 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
   if (!c->alive) {
     snprintf(why, cap, "lease lapsed");
   } else if (!c->slot_copy_id || !c->slot_copy_id[0] || c->stranger) {
-    snprintf(why, cap, "copy id changed: storage id rotated");
-  } else if (!c->has_inventory) {
-    snprintf(why, cap, "no inventory lists this shard");
-  } else if (strcmp(c->inv_copy_id, c->slot_copy_id) != 0) {
+    snprintf(why, cap, "a stranger: copy id changed (storage id rotated or directory made anew), not measured by an active leader since");
+  } else if (c->has_inventory && strcmp(c->inv_copy_id, c->slot_copy_id) != 0) {
     snprintf(why, cap, "copy id changed: %.32s is not the recorded %.32s", c->inv_copy_id, c->slot_copy_id);
+  } else if (c->has_inventory && c->log_end < c->floor) {
+    snprintf(why, cap, "holds %" PRId64 " below its floor %" PRId64 " under unchanged ids: lost writes, a stranger from now on",
+             c->log_end, c->floor);
+  } else if (c->measured && c->confirmed >= max_hwm) {
+    return; /* caught up: an Active leader measured this very copy at the max HWM */
+  } else if (!c->has_inventory) {
+    snprintf(why, cap, "not caught up (measured %" PRId64 " < max hwm %" PRId64 ") and no inventory lists this shard",
+             c->confirmed, max_hwm);
   } else if (c->log_end < max_hwm) {
     snprintf(why, cap, "holds %" PRId64 " < max hwm %" PRId64, c->log_end, max_hwm);
   } else if (max_hwm > 0 && c->point_generation != hwm_gen) {
@@ -80,9 +86,13 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
   }
 }
 
+static int64_t rank_end(const felix_copy_view *c) {
+  return c->has_inventory ? c->log_end : c->confirmed;
+}
+
 static bool outranks(const felix_copy_view *a, const felix_copy_view *b) {
   if (a->last_generation != b->last_generation) return a->last_generation > b->last_generation;
-  return a->log_end > b->log_end;
+  return rank_end(a) > rank_end(b);
 }
 
 int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_hwm,

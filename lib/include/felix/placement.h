@@ -44,6 +44,9 @@ typedef struct felix_copy_view {
   int64_t log_end;
   int64_t last_generation; /* generation of the copy's last record (its rank) */
   int64_t point_generation; /* generation of its record at max_hwm - 1 (0 when it holds fewer) */
+  bool measured;           /* the slot's copy has a trusted measurement (an Active leader's report) */
+  int64_t confirmed;       /* what that measurement saw it hold */
+  int64_t floor;           /* the highest HWM it was ever measured caught up to */
 } felix_copy_view;
 
 typedef struct felix_failover_verdict {
@@ -52,12 +55,15 @@ typedef struct felix_failover_verdict {
   char detail[1200];                             /* one sentence for the history */
 } felix_failover_verdict;
 
-/* The replication-factor-1 rule of §4.6: a copy is eligible when its broker
- * is alive, its copy id is the slot's (not a stranger), and its own inventory
- * matches the point (max_hwm, hwm_generation) of §3.4: it holds at least
- * max_hwm records and (when max_hwm > 0) its record max_hwm - 1 is of
- * hwm_generation, the generation the leader reported for that record. Picks the eligible copy of
- * highest rank (last generation, log end). Returns out->chosen. */
+/* The eligibility rule of §4.6: a copy is eligible when its broker is alive,
+ * its copy id is the slot's (not a stranger; an inventory naming another copy
+ * id excludes it), and either it is caught up — its trusted measurement
+ * reached max_hwm — or its own inventory matches the point (max_hwm,
+ * hwm_generation) of §3.4: it holds at least max_hwm records and (when
+ * max_hwm > 0) its record max_hwm - 1 is of hwm_generation, the generation
+ * the leader reported for that record. Picks the eligible copy of highest
+ * rank (last generation, log end; a copy without inventory ranks by its
+ * measurement). Returns out->chosen. */
 int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_hwm,
                           int64_t hwm_generation, felix_failover_verdict *out);
 
