@@ -116,7 +116,7 @@ bool felix_frame_peek(const uint8_t *p, size_t avail, uint32_t *frame_len, uint1
   return true;
 }
 
-static felix_status finish(felix_reader *r, const char *what, felix_err *err) {
+felix_status felix_rd_finish(felix_reader *r, const char *what, felix_err *err) {
   if (felix_rd_done(r)) return FELIX_OK;
   return felix_fail(err, FELIX_E_INVAL, "malformed %s frame at body byte %zu of %zu", what, r->pos, r->len);
 }
@@ -149,7 +149,7 @@ felix_status felix_wire_publish_req_decode(const uint8_t *body, size_t len, feli
     out->records[i].timestamp_micros = felix_rd_u64(&r);
     out->records[i].payload = felix_rd_bytes(&r, &out->records[i].len);
   }
-  felix_status st = finish(&r, "publish", err);
+  felix_status st = felix_rd_finish(&r, "publish", err);
   if (st) felix_publish_req_free(out);
   return st;
 }
@@ -177,7 +177,7 @@ felix_status felix_wire_publish_reply_decode(const uint8_t *body, size_t len, fe
   felix_rd_str(&r, out->leader_address, sizeof out->leader_address);
   out->first_offset = felix_rd_u64(&r);
   out->count = felix_rd_u32(&r);
-  return finish(&r, "publish reply", err);
+  return felix_rd_finish(&r, "publish reply", err);
 }
 
 void felix_wire_fetch_req_encode(felix_buf *b, uint32_t corr, const felix_fetch_req *r) {
@@ -200,7 +200,7 @@ felix_status felix_wire_fetch_req_decode(const uint8_t *body, size_t len, felix_
   out->max_records = felix_rd_u32(&r);
   out->max_bytes = felix_rd_u32(&r);
   out->wait_ms = felix_rd_u32(&r);
-  return finish(&r, "fetch", err);
+  return felix_rd_finish(&r, "fetch", err);
 }
 
 size_t felix_wire_fetch_reply_begin(felix_buf *b, uint32_t corr, const felix_fetch_reply *r, size_t *count_at) {
@@ -245,7 +245,7 @@ felix_status felix_wire_fetch_reply_decode(const uint8_t *body, size_t len, feli
     out->records[i].timestamp_micros = felix_rd_u64(&r);
     out->records[i].payload = felix_rd_bytes(&r, &out->records[i].len);
   }
-  felix_status st = finish(&r, "fetch reply", err);
+  felix_status st = felix_rd_finish(&r, "fetch reply", err);
   if (st) felix_fetch_reply_free(out);
   return st;
 }
@@ -265,7 +265,7 @@ void felix_wire_metadata_req_encode(felix_buf *b, uint32_t corr, const char *str
 felix_status felix_wire_metadata_req_decode(const uint8_t *body, size_t len, char stream[128], felix_err *err) {
   felix_reader r = {body, len, 0, false};
   felix_rd_str(&r, stream, 128);
-  return finish(&r, "metadata", err);
+  return felix_rd_finish(&r, "metadata", err);
 }
 
 void felix_wire_metadata_reply_encode(felix_buf *b, uint32_t corr, const felix_metadata_reply *r) {
@@ -303,7 +303,7 @@ felix_status felix_wire_metadata_reply_decode(const uint8_t *body, size_t len, f
     felix_rd_str(&r, e->leader, sizeof e->leader);
     felix_rd_str(&r, e->address, sizeof e->address);
   }
-  felix_status st = finish(&r, "metadata reply", err);
+  felix_status st = felix_rd_finish(&r, "metadata reply", err);
   if (st) felix_metadata_reply_free(out);
   return st;
 }

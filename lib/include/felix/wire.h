@@ -72,6 +72,8 @@ void felix_rd_str(felix_reader *r, char *out, size_t cap);
 const uint8_t *felix_rd_bytes(felix_reader *r, uint32_t *len);
 /* True when every byte was consumed and nothing was out of bounds. */
 bool felix_rd_done(const felix_reader *r);
+/* FELIX_OK when felix_rd_done, else FELIX_E_INVAL naming the frame and byte. */
+felix_status felix_rd_finish(felix_reader *r, const char *what, felix_err *err);
 
 /* Frame header: returns false if fewer than FELIX_WIRE_HEADER bytes are
  * available; sets *bad when the length is out of bounds. */
