@@ -32,6 +32,18 @@ typedef struct broker_config {
 
 typedef struct fetch_wait fetch_wait;
 typedef struct conn conn;
+typedef struct peer_link peer_link;
+typedef struct pending_ack pending_ack;
+
+/* One replica of a shard as the control plane's assignment names it. */
+typedef struct member {
+  char broker[128];
+  char address[128];
+  char named_copy_id[FELIX_COPY_ID_HEX + 1]; /* the copy a fence may count; "" = none (stranger, never measured) */
+  int64_t floor;
+} member;
+
+#define BROKER_MAX_MEMBERS 7
 
 /* One shard copy on this broker. */
 typedef struct shard {
@@ -51,6 +63,15 @@ typedef struct shard {
   uint64_t hwm;
   uint64_t pending_held;     /* on_commit appends waiting for a sync */
   fetch_wait *waiters;       /* parked long-poll fetches */
+  /* replication (broker_peer.c) */
+  int replicas;              /* R from the assignment (1 until one arrives) */
+  int ack_policy;            /* the stream's: FELIX_ACK_* */
+  member members[BROKER_MAX_MEMBERS];
+  int nmembers;
+  peer_link *links;          /* leader or leader-elect: one per other member */
+  bool fencing;              /* leader-elect: promised, counting answers */
+  uint64_t fence_generation;
+  pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;
 
@@ -108,6 +129,7 @@ typedef struct broker {
   char *metrics_text;      /* snapshot served by /metrics */
   bool ready;
   uint64_t appends_total, append_errors;
+  bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
 } broker;
 
 /* broker_startup.c */
@@ -132,6 +154,24 @@ void shard_delete(broker *b, shard *s);
 uint64_t shard_last_generation(const shard *s, uint64_t log_end);
 void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
 
+void shard_stop_leading(broker *b, shard *s, const char *why);
+void shard_become_leader(broker *b, shard *s, uint64_t generation);
+int shard_write_ballot(shard *s);
+/* Writes the generations file durably (rule: before any record of a new line). */
+int shard_write_generations(shard *s);
+
+/* broker_peer.c — replication between copies (DESIGN.md §4.2–§4.4, §4.7) */
+void peer_start_fence(broker *b, shard *s);   /* the ballot names this process at a new generation */
+void peer_links_stop(broker *b, shard *s);    /* closes every link of the shard */
+void peer_members_changed(broker *b, shard *s); /* new member list while leading or fencing */
+void peer_pump(broker *b, shard *s);          /* ships what the leader wrote; re-checks the HWM and acks */
+void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a);
+void peer_fail_pending_acks(broker *b, shard *s, const char *why);
+void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
+/* The report's "followers" for a led shard (cJSON array). */
+struct cJSON;
+struct cJSON *peer_followers_json(const shard *s);
+
 /* broker_cp.c */
 int broker_cp_start(broker *b);
 void broker_cp_stop(broker *b);
@@ -143,6 +183,17 @@ void broker_on_cp_async(uv_async_t *h);
 int broker_net_listen(broker *b);
 void broker_net_close(broker *b);
 void conn_reply(conn *c, felix_buf *frame); /* takes the frame; resumes the connection */
+/* What a peer connection's accepted HELLO bound it to (follower side). */
+typedef struct peer_binding {
+  bool bound;
+  char stream_uuid[FELIX_UUID_LEN + 1];
+  uint32_t shard;
+  uint64_t generation;
+  char leader[128], leader_copy_id[FELIX_COPY_ID_HEX + 1], leader_incarnation[128];
+} peer_binding;
+peer_binding *conn_peer(conn *c);
+/* Outbound connections to peers (the leader side). */
+int broker_parse_addr(const char *addr, struct sockaddr_storage *ss);
 
 /* broker_data.c */
 void broker_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);

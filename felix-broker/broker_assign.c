@@ -8,6 +8,7 @@
 
 #include "broker.h"
 #include "felix/logfmt.h"
+#include "felix/replication.h"
 
 static void post_to_cp(broker *b, char *json, bool report) {
   pthread_mutex_lock(&b->mb.mu);
@@ -64,7 +65,7 @@ void broker_publish_report(broker *b) {
     cJSON_AddNumberToObject(j, "generation_start", (double)s->generation_start);
     cJSON_AddNumberToObject(j, "hwm", (double)s->hwm);
     cJSON_AddNumberToObject(j, "hwm_generation", (double)(s->hwm ? shard_last_generation(s, s->hwm) : 0));
-    cJSON_AddItemToObject(j, "followers", cJSON_CreateArray());
+    cJSON_AddItemToObject(j, "followers", peer_followers_json(s));
     cJSON_AddItemToArray(arr, j);
   }
   post_to_cp(b, cJSON_PrintUnformatted(arr), true);
@@ -81,6 +82,32 @@ static double num_of(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* The replica set, the stream's ack policy and, for a fence, the copy id
+ * and floor the control plane names for each replica (§4.6). */
+static void apply_members(broker *b, shard *s, const cJSON *a) {
+  const cJSON *ms = cJSON_GetObjectItem(a, "members");
+  if (!cJSON_IsArray(ms)) return;
+  s->replicas = (int)num_of(a, "replicas");
+  int policy = felix_ack_policy_parse(str_of(a, "acks"));
+  s->ack_policy = policy ? policy : FELIX_ACK_QUORUM;
+  int n = 0;
+  bool changed = false;
+  const cJSON *m;
+  cJSON_ArrayForEach(m, ms) {
+    if (n >= BROKER_MAX_MEMBERS) break;
+    member x = {0};
+    snprintf(x.broker, sizeof x.broker, "%s", str_of(m, "broker"));
+    snprintf(x.address, sizeof x.address, "%s", str_of(m, "address"));
+    snprintf(x.named_copy_id, sizeof x.named_copy_id, "%s", str_of(m, "named_copy_id"));
+    x.floor = (int64_t)num_of(m, "floor");
+    changed |= n >= s->nmembers || memcmp(&x, &s->members[n], sizeof x) != 0;
+    s->members[n++] = x;
+  }
+  changed |= n != s->nmembers;
+  s->nmembers = n;
+  if (changed) peer_members_changed(b, s);
+}
+
 static void apply_one(broker *b, const cJSON *a) {
   const char *stream = str_of(a, "stream"), *uuid = str_of(a, "stream_uuid");
   uint32_t index = (uint32_t)num_of(a, "shard");
@@ -90,7 +117,9 @@ static void apply_one(broker *b, const cJSON *a) {
     s = broker_find_shard_uuid(b, uuid, index);
   }
   const cJSON *leader = cJSON_GetObjectItem(a, "leader");
-  if (!s || !cJSON_IsObject(leader)) return;
+  if (!s) return;
+  apply_members(b, s, a);
+  if (!cJSON_IsObject(leader)) return;
   shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));
 }

@@ -11,6 +11,7 @@
 
 #include "broker.h"
 #include "felix/logfmt.h"
+#include "felix/replication.h"
 
 struct fetch_wait {
   conn *c;
@@ -58,6 +59,7 @@ typedef struct held_work {
   conn *c;
   uint32_t corr;
   uint64_t generation;
+  int policy;
   felix_appended a;
   felix_status st;
   felix_err err;
@@ -76,10 +78,9 @@ static void held_done(uv_work_t *w, int status) {
   s->pending_held--;
   bool same_term = s->leading && s->ballot.generation == h->generation;
   if (h->st == FELIX_OK && same_term) {
-    felix_log_stats st;
-    felix_log_get_stats(s->log, &st);
-    shard_set_hwm(h->b, s, st.held_end);
-    publish_reply(h->c, h->corr, FELIX_WS_OK, "", "", h->a.first_offset, (uint32_t)(h->a.last_offset - h->a.first_offset + 1));
+    /* The leader holds the batch (rule 2); it is acknowledged once the
+     * stream's policy is met (rule 3), bound to this generation. */
+    peer_add_pending_ack(h->b, s, h->c, h->corr, h->policy, &h->a);
   } else {
     char msg[800];
     snprintf(msg, sizeof msg, "not acknowledged: %s", h->st ? h->err.msg : "leadership changed while the batch was syncing");
@@ -102,6 +103,11 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
   for (uint32_t i = 0; !why && i < req.count; i++)
     if (req.records[i].len == 0) why = FELIX_WS_INVALID_REQUEST, snprintf(msg, sizeof msg, "record %u of the batch is empty: empty records are reserved for generation-start markers", i);
   if (!why && req.count == 0) why = FELIX_WS_INVALID_REQUEST, snprintf(msg, sizeof msg, "empty batch");
+  int policy = !why && req.acks != FELIX_ACKS_DEFAULT ? req.acks : s && s->ack_policy ? s->ack_policy : FELIX_ACK_QUORUM;
+  if (!why && policy == FELIX_ACK_LEADER && s->replicas > 1)
+    why = FELIX_WS_INVALID_REQUEST,
+    snprintf(msg, sizeof msg, "acks=leader on a replicated shard needs the per-shard lease of DESIGN.md 4.2, which is not "
+                              "implemented yet: publish with acks quorum or all");
   if (why) {
     felix_publish_req_free(&req);
     return publish_reply(c, corr, why, msg, leader, 0, 0);
@@ -122,7 +128,7 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
   }
   b->appends_total += req.count;
   held_work *h = calloc(1, sizeof *h);
-  *h = (held_work){.b = b, .s = s, .c = c, .corr = corr, .generation = s->ballot.generation, .a = a};
+  *h = (held_work){.b = b, .s = s, .c = c, .corr = corr, .generation = s->ballot.generation, .policy = policy, .a = a};
   h->work.data = h;
   s->pending_held++;
   if (felix_fsync_mode_relaxed(felix_log_mode(s->log))) { /* held once written: answer now */
@@ -281,7 +287,8 @@ static void handle_metadata(broker *b, conn *c, uint32_t corr, const uint8_t *bo
 }
 
 void broker_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len) {
-  if (type == FELIX_WIRE_PUBLISH) handle_publish(b, c, corr, body, len);
+  if (type >= 0x0010 && type <= 0x001f) peer_handle_frame(b, c, type, corr, body, len);
+  else if (type == FELIX_WIRE_PUBLISH) handle_publish(b, c, corr, body, len);
   else if (type == FELIX_WIRE_FETCH) handle_fetch(b, c, corr, body, len);
   else handle_metadata(b, c, corr, body, len);
 }

@@ -128,6 +128,10 @@ static void on_metrics_timer(uv_timer_t *t) {
     if (st.dir_gone) shard_refuse(b, s, "its directory was deleted");
     else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
   }
+  if (b->inventory_stale && !b->stopping) {
+    b->inventory_stale = false;
+    broker_publish_inventory(b);
+  }
   broker_update_metrics(b);
 }
 

@@ -18,8 +18,11 @@ struct conn {
   size_t len, cap;
   bool busy, closing, dispatching;
   int refs;
+  peer_binding peer;
   struct conn *next;
 };
+
+peer_binding *conn_peer(conn *c) { return &c->peer; }
 
 static conn *all_conns;
 
@@ -49,7 +52,9 @@ static void process_frames(conn *c) {
     uint16_t type;
     bool bad;
     if (!felix_frame_peek(c->buf, c->len, &flen, &type, &corr, &bad)) break;
-    if (bad || (type != FELIX_WIRE_PUBLISH && type != FELIX_WIRE_FETCH && type != FELIX_WIRE_METADATA)) {
+    bool known = type == FELIX_WIRE_PUBLISH || type == FELIX_WIRE_FETCH || type == FELIX_WIRE_METADATA ||
+                 (type >= 0x0010 && type <= 0x0012);
+    if (bad || !known) {
       char t[16];
       snprintf(t, sizeof t, "0x%04x", type);
       felix_log_event("warn", "closing a connection that sent a bad frame", "type", t, NULL);
@@ -146,7 +151,7 @@ static void on_connection(uv_stream_t *server, int status) {
   uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }
 
-static int parse_addr(const char *addr, struct sockaddr_storage *ss) {
+int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
   char host[128];
   const char *colon = strrchr(addr, ':');
   if (!colon || (size_t)(colon - addr) >= sizeof host) return -1;
@@ -159,7 +164,7 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss) {
 
 int broker_net_listen(broker *b) {
   struct sockaddr_storage ss;
-  if (parse_addr(b->cfg.listen, &ss) != 0) {
+  if (broker_parse_addr(b->cfg.listen, &ss) != 0) {
     felix_log_event("error", "--listen is not an IP address and port", "listen", b->cfg.listen, NULL);
     return -1;
   }

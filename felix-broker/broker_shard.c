@@ -28,7 +28,7 @@ uint64_t shard_last_generation(const shard *s, uint64_t log_end) {
   return 0;
 }
 
-static int write_ballot(shard *s) {
+int shard_write_ballot(shard *s) {
   char what[4700];
   felix_err err;
   snprintf(what, sizeof what, "%s/ballot", s->path);
@@ -64,7 +64,7 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   snprintf(s.ballot.stream_uuid, sizeof s.ballot.stream_uuid, "%s", uuid);
   char what[4800];
   snprintf(what, sizeof what, "%.4700s/generations", tmp);
-  int rc = write_ballot(&s) || felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
+  int rc = shard_write_ballot(&s) || felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
   close(s.dirfd);
   return rc;
 }
@@ -111,17 +111,33 @@ void shard_set_hwm(broker *b, shard *s, uint64_t hwm) {
   broker_publish_report(b);
 }
 
-static void stop_leading(broker *b, shard *s, const char *why) {
-  if (!s->leading) return;
+int shard_write_generations(shard *s) {
+  char what[4700];
+  felix_err err;
+  snprintf(what, sizeof what, "%s/generations", s->path);
+  if (felix_generations_write(s->dirfd, what, &s->gens, &err)) {
+    felix_log_event("error", "cannot write generations", "shard", s->dir_name, "reason", err.msg, NULL);
+    return -1;
+  }
+  return 0;
+}
+
+/* Ends every role of an older generation at once (§3.4): the leader stops
+ * counting itself, its links close and its pending acknowledgements fail. */
+void shard_stop_leading(broker *b, shard *s, const char *why) {
+  bool was = s->leading || s->fencing;
   s->leading = false;
+  s->fencing = false;
+  peer_links_stop(b, s);
+  peer_fail_pending_acks(b, s, why);
+  if (!was) return;
   broker_fail_fetches(b, s);
   felix_log_event("info", "stopped leading", "shard", s->dir_name, "reason", why, NULL);
 }
 
-/* The end of the fence for one copy: record generation G, then its start
- * record, which makes the HWM move at once (rule 3). With one replica the
- * leader's own copy is the whole majority. */
-static void become_leader(broker *b, shard *s, uint64_t generation) {
+/* The end of the fence: record generation G, then its start record, which
+ * makes the HWM move as soon as a majority holds it (rule 3). */
+void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
   felix_generation *ni = realloc(s->gens.items, (s->gens.count + 1) * sizeof *ni);
@@ -139,12 +155,13 @@ static void become_leader(broker *b, shard *s, uint64_t generation) {
   }
   s->generation_start = offset;
   s->leading = true;
+  s->fencing = false;
   felix_log_get_stats(s->log, &st);
   snprintf(g, sizeof g, "%" PRIu64, generation);
   felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);
-  shard_set_hwm(b, s, st.held_end);
   broker_publish_inventory(b);
   broker_publish_report(b);
+  peer_pump(b, s); /* ships the start record; with one replica it commits at once */
 }
 
 static bool names_this_process(const broker *b, const shard *s, const char *leader, const char *copy, const char *inc) {
@@ -155,31 +172,35 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
                             const char *leader_inc, const char *leader_addr) {
   (void)leader_addr;
   if (s->refused || generation == 0 || generation < s->ballot.generation) return;
-  if (s->leading && !(generation == s->ballot.generation && names_this_process(b, s, leader, leader_copy, leader_inc)))
-    stop_leading(b, s, "the control plane's pin no longer names this process");
+  if ((s->leading || s->fencing) &&
+      !(generation == s->ballot.generation && names_this_process(b, s, leader, leader_copy, leader_inc)))
+    shard_stop_leading(b, s, "the control plane's pin no longer names this process");
   bool same_promise = generation == s->ballot.generation && s->ballot.has_leader && !strcmp(s->ballot.leader, leader) &&
                       !strcmp(s->ballot.leader_copy_id, leader_copy) && !strcmp(s->ballot.leader_incarnation, leader_inc);
-  if (same_promise && (s->leading || !names_this_process(b, s, leader, leader_copy, leader_inc))) return;
+  if (same_promise && (s->leading || s->fencing || !names_this_process(b, s, leader, leader_copy, leader_inc))) return;
   if (!strcmp(leader, b->cfg.id) && !names_this_process(b, s, leader, leader_copy, leader_inc)) {
     felix_log_event("warn", "refusing to lead: the pin names another copy or incarnation", "shard", s->dir_name,
                     "pinned_copy", leader_copy, "pinned_incarnation", leader_inc, NULL);
     return;
   }
-  if (generation == s->ballot.generation && !same_promise) return; /* a promise for G is given once */
-  stop_leading(b, s, "promised a newer generation");
+  /* A promise for G is given once; a copy whose identity was renewed holds
+   * no promise under its new copy id and takes G's pin from the control
+   * plane (§4.4) so that the current leader copies to it at once. */
+  if (generation == s->ballot.generation && !same_promise && s->ballot.has_leader) return;
+  shard_stop_leading(b, s, "promised a newer generation");
   s->ballot.generation = generation;
   s->ballot.has_leader = true;
   snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", leader);
   snprintf(s->ballot.leader_copy_id, sizeof s->ballot.leader_copy_id, "%s", leader_copy);
   snprintf(s->ballot.leader_incarnation, sizeof s->ballot.leader_incarnation, "%s", leader_inc);
-  if (write_ballot(s)) return;
+  if (shard_write_ballot(s)) return;
   broker_publish_inventory(b);
-  if (names_this_process(b, s, leader, leader_copy, leader_inc)) become_leader(b, s, generation);
+  if (names_this_process(b, s, leader, leader_copy, leader_inc)) peer_start_fence(b, s);
 }
 
 void shard_refuse(broker *b, shard *s, const char *why) {
   if (s->refused) return;
-  stop_leading(b, s, why);
+  shard_stop_leading(b, s, why);
   s->refused = true;
   snprintf(s->refused_why, sizeof s->refused_why, "%.500s", why);
   felix_log_event("error", "shard copy refused", "shard", s->dir_name, "reason", why, NULL);
@@ -201,7 +222,7 @@ felix_status shard_close(shard *s) {
 }
 
 void shard_delete(broker *b, shard *s) {
-  stop_leading(b, s, "stream deleted");
+  shard_stop_leading(b, s, "stream deleted");
   shard_close(s);
   /* Rename first (durably), then remove: a crash midway leaves a .deleting-*
    * directory that the next start removes, never a copy with holes in it. */

@@ -50,6 +50,9 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
     cJSON_AddStringToObject(x, "broker", sh->slots[i].broker);
     cJSON_AddStringToObject(x, "address", address_of(bs, nb, sh->slots[i].broker));
     add_str_or_null(x, "copy_id", sh->slots[i].copy_id);
+    /* The copy a fence may count for this replica (§4.6): a stranger's is none. */
+    add_str_or_null(x, "named_copy_id", sh->slots[i].stranger ? NULL : sh->slots[i].copy_id);
+    cJSON_AddNumberToObject(x, "floor", (double)sh->slots[i].floor);
     cJSON_AddItemToArray(m, x);
   }
   return a;
@@ -215,6 +218,32 @@ static void do_assignments(cp_state *cp, const cp_request *req, cp_reply *rep) {
   reply_placement(cp, broker, cJSON_CreateObject(), false, rep);
 }
 
+/* Reads a report's optional "followers": what the leader measured each
+ * replica holding on its live connection (§4.5). */
+static bool read_followers(const cJSON *arr, cp_report_shard *s, char *why) {
+  if (!arr) return true;
+  if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) > FELIX_MAX_REPLICAS) {
+    snprintf(why, WHY_CAP, "field followers must be an array of at most %d objects", FELIX_MAX_REPLICAS);
+    return false;
+  }
+  const cJSON *f;
+  cJSON_ArrayForEach(f, arr) {
+    cp_report_follower *x = &s->followers[s->nfollowers++];
+    bool ok = cJSON_IsObject(f) && cpj_string(f, "broker", true, 64, &x->broker, why, WHY_CAP) &&
+              cpj_bool(f, "connected", true, &x->connected, why, WHY_CAP) &&
+              cpj_string(f, "copy_id", x->connected, 32, &x->copy_id, why, WHY_CAP) &&
+              cpj_int(f, "held", x->connected, 0, INT64_MAX, &x->held, why, WHY_CAP) &&
+              cpj_int(f, "h0", x->connected, 0, INT64_MAX, &x->h0, why, WHY_CAP);
+    if (!ok) {
+      char inner[WHY_CAP];
+      snprintf(inner, sizeof inner, "%s", cJSON_IsObject(f) ? why : "must be an object");
+      snprintf(why, WHY_CAP, "followers[%zu]: %.400s", s->nfollowers - 1, inner);
+      return false;
+    }
+  }
+  return true;
+}
+
 /* Reads shards[i] of a report; false with why. */
 static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *why) {
   int64_t shard = 0;
@@ -230,6 +259,7 @@ static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *w
             cpj_int(e, "hwm", true, 0, INT64_MAX, &s->hwm, why, WHY_CAP);
   if (ok && cJSON_GetObjectItem(e, "hwm_generation"))
     ok = s->has_hwm_generation = cpj_int(e, "hwm_generation", true, 0, INT64_MAX, &s->hwm_generation, why, WHY_CAP);
+  if (ok) ok = read_followers(cJSON_GetObjectItem(e, "followers"), s, why);
   s->shard = (int)shard;
   if (!ok) {
     char inner[WHY_CAP];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cp_log.h"
+#include "felix/replication.h"
 #include "cp_state_internal.h"
 #include "felix/fileutil.h"
 
@@ -157,6 +158,31 @@ void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, con
   if (inv || was_dead) cp_reevaluate_all(cp);
 }
 
+/* An Active leader's measurements of its followers (§4.5, rule 5): each
+ * counts only for the copy its slot names; strangers are trusted at h0;
+ * a copy measured below its floor becomes a stranger. */
+static felix_status measure_followers(cp_state *cp, cp_shard_row *sh, const cp_report_shard *r, felix_err *err) {
+  for (size_t k = 0; k < r->nfollowers; k++) {
+    const cp_report_follower *f = &r->followers[k];
+    for (int i = 0; i < sh->nslots; i++) {
+      cp_slot_row *s = &sh->slots[i];
+      if (strcmp(s->broker, f->broker) != 0) continue;
+      felix_slot_trust t = {.copy_id = s->copy_id, .stranger = s->stranger, .confirmed = s->confirmed, .floor = s->floor};
+      felix_follower_measure m = {.copy_id = f->copy_id, .connected = f->connected, .held = f->held, .h0 = f->h0};
+      felix_measure_verdict v;
+      felix_judge_measurement(&t, &m, true, r->hwm, &v);
+      if (!v.changed) continue;
+      s->stranger = v.stranger;
+      s->confirmed = v.confirmed;
+      s->floor = v.floor;
+      if (v.why[0] && cp_event_add(cp, v.stranger ? "stranger" : "trusted", sh, s->broker, sh->generation, err, "%s/%d on %s: %s",
+                                   sh->stream, sh->shard, s->broker, v.why))
+        return err->status;
+    }
+  }
+  return FELIX_OK;
+}
+
 /* Applies one accepted shard report; the caller's transaction commits it. */
 static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker_row *b, const cp_report_shard *r,
                                  const felix_report_verdict *v, felix_err *err) {
@@ -177,6 +203,7 @@ static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker
     snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
     s->stranger = false;
   }
+  if (v->active && measure_followers(cp, sh, r, err)) return err->status;
   if (cp_store_shard_put(cp->store, sh, err)) return err->status;
   if (v->active && !was_active)
     return cp_event_add(cp, "active", sh, b->id, sh->generation, err,

@@ -103,6 +103,12 @@ void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, con
 /* The incarnation check alone (GET assignments). */
 void cp_check_incarnation(cp_state *cp, const char *broker, const char *incarnation, cp_outcome *out);
 
+typedef struct cp_report_follower {
+  const char *broker, *copy_id;
+  bool connected;
+  int64_t held, h0;
+} cp_report_follower;
+
 typedef struct cp_report_shard {
   const char *stream;
   int shard;
@@ -111,6 +117,8 @@ typedef struct cp_report_shard {
   int64_t log_start, log_end, last_generation, generation_start, hwm;
   bool has_hwm_generation;
   int64_t hwm_generation;
+  cp_report_follower followers[FELIX_MAX_REPLICAS];
+  size_t nfollowers;
 } cp_report_shard;
 
 typedef struct cp_report_rejection {

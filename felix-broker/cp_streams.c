@@ -87,10 +87,10 @@ static felix_status create_txn(cp_state *cp, cp_stream_row *s, cp_outcome *out, 
                     s->name, existing.uuid);
     return FELIX_OK;
   }
-  if (s->replicas > 1) {
-    cp_outcome_fail(out, 422, "create the stream with --replicas 1",
-                    "replicas %d is not supported yet: replication between copies has not landed, so only "
-                    "replicas 1 is accepted", s->replicas);
+  if (s->replicas < 1 || s->replicas % 2 == 0 || s->replicas > FELIX_MAX_REPLICAS) {
+    cp_outcome_fail(out, 422, "use an odd replication factor such as 3",
+                    "replicas %d: the replication factor must be odd and at most %d, so that a majority is always "
+                    "more than half", s->replicas, FELIX_MAX_REPLICAS);
     return FELIX_OK;
   }
   felix_place_broker *pb = NULL;

@@ -81,8 +81,7 @@ felix_status felix_peer_hello_reply_decode(const uint8_t *body, size_t len, feli
   return felix_rd_finish(&r, "peer hello reply", err);
 }
 
-void felix_peer_append_encode(felix_buf *b, uint32_t corr, const felix_peer_append *a) {
-  size_t s = felix_frame_begin(b, FELIX_WIRE_PEER_APPEND, corr);
+static void put_append_body(felix_buf *b, const felix_peer_append *a) {
   felix_buf_str(b, a->stream);
   felix_buf_u32(b, a->shard);
   felix_buf_u64(b, a->generation);
@@ -95,11 +94,16 @@ void felix_peer_append_encode(felix_buf *b, uint32_t corr, const felix_peer_appe
     felix_buf_u64(b, a->records[i].timestamp_micros);
     felix_buf_bytes(b, a->records[i].payload, a->records[i].len);
   }
+}
+
+void felix_peer_append_encode(felix_buf *b, uint32_t corr, const felix_peer_append *a) {
+  size_t s = felix_frame_begin(b, FELIX_WIRE_PEER_APPEND, corr);
+  put_append_body(b, a);
   felix_frame_end(b, s);
 }
 
-felix_status felix_peer_append_decode(const uint8_t *body, size_t len, felix_peer_append *out, felix_err *err) {
-  felix_reader r = {body, len, 0, false};
+static felix_status get_append_body(felix_reader *rd, felix_peer_append *out, felix_err *err) {
+  felix_reader r = *rd;
   memset(out, 0, sizeof *out);
   felix_rd_str(&r, out->stream, sizeof out->stream);
   out->shard = felix_rd_u32(&r);
@@ -110,7 +114,7 @@ felix_status felix_peer_append_decode(const uint8_t *body, size_t len, felix_pee
   out->first_offset = felix_rd_u64(&r);
   out->count = felix_rd_u32(&r);
   /* each record takes at least 12 bytes: a count the frame cannot hold is bad */
-  if (!r.bad && (uint64_t)out->count * 12 > len - r.pos) r.bad = true;
+  if (!r.bad && (uint64_t)out->count * 12 > r.len - r.pos) r.bad = true;
   if (!r.bad && out->count) {
     out->records = calloc(out->count, sizeof *out->records);
     if (!out->records) return felix_fail(err, FELIX_E_IO, "out of memory decoding %u records", out->count);
@@ -120,8 +124,59 @@ felix_status felix_peer_append_decode(const uint8_t *body, size_t len, felix_pee
     out->records[i].timestamp_micros = felix_rd_u64(&r);
     out->records[i].payload = felix_rd_bytes(&r, &out->records[i].len);
   }
-  felix_status st = felix_rd_finish(&r, "peer append", err);
+  *rd = r;
+  return FELIX_OK;
+}
+
+felix_status felix_peer_append_decode(const uint8_t *body, size_t len, felix_peer_append *out, felix_err *err) {
+  felix_reader r = {body, len, 0, false};
+  felix_status st = get_append_body(&r, out, err);
+  if (st == FELIX_OK) st = felix_rd_finish(&r, "peer append", err);
   if (st) felix_peer_append_free(out);
+  return st;
+}
+
+void felix_peer_read_encode(felix_buf *b, uint32_t corr, const felix_peer_read *x) {
+  size_t s = felix_frame_begin(b, FELIX_WIRE_PEER_READ, corr);
+  felix_buf_str(b, x->stream);
+  felix_buf_u32(b, x->shard);
+  felix_buf_u64(b, x->generation);
+  felix_buf_u64(b, x->from);
+  felix_buf_u32(b, x->max_records);
+  felix_frame_end(b, s);
+}
+
+felix_status felix_peer_read_decode(const uint8_t *body, size_t len, felix_peer_read *out, felix_err *err) {
+  felix_reader r = {body, len, 0, false};
+  memset(out, 0, sizeof *out);
+  felix_rd_str(&r, out->stream, sizeof out->stream);
+  out->shard = felix_rd_u32(&r);
+  out->generation = felix_rd_u64(&r);
+  out->from = felix_rd_u64(&r);
+  out->max_records = felix_rd_u32(&r);
+  return felix_rd_finish(&r, "peer read", err);
+}
+
+void felix_peer_read_reply_encode(felix_buf *b, uint32_t corr, const felix_peer_read_reply *x) {
+  size_t s = felix_frame_begin(b, FELIX_WIRE_PEER_READ | FELIX_WIRE_REPLY, corr);
+  felix_buf_u16(b, x->status);
+  felix_buf_str(b, x->message);
+  felix_buf_str(b, x->copy_id);
+  felix_buf_u64(b, x->held_end);
+  put_append_body(b, &x->body);
+  felix_frame_end(b, s);
+}
+
+felix_status felix_peer_read_reply_decode(const uint8_t *body, size_t len, felix_peer_read_reply *out, felix_err *err) {
+  felix_reader r = {body, len, 0, false};
+  memset(out, 0, sizeof *out);
+  out->status = felix_rd_u16(&r);
+  felix_rd_str(&r, out->message, sizeof out->message);
+  felix_rd_str(&r, out->copy_id, sizeof out->copy_id);
+  out->held_end = felix_rd_u64(&r);
+  felix_status st = r.bad ? FELIX_OK : get_append_body(&r, &out->body, err);
+  if (st == FELIX_OK) st = felix_rd_finish(&r, "peer read reply", err);
+  if (st) felix_peer_append_free(&out->body);
   return st;
 }
 

@@ -285,7 +285,10 @@ static void stream_creation_refusals(void **state) {
   assert_int_equal(do_register(f, "b1", SID1, NULL, 0), 200);
   cp_stream_create(&f->cp, "orders", 1, 3, "quorum", &s, &o);
   assert_int_equal(o.status, 422);
-  assert_non_null(strstr(o.error, "replication"));
+  assert_non_null(strstr(o.error, "need 3 live brokers for 3 replicas"));
+  cp_stream_create(&f->cp, "orders", 1, 2, "quorum", &s, &o);
+  assert_int_equal(o.status, 422);
+  assert_non_null(strstr(o.error, "must be odd"));
   cp_stream_create(&f->cp, "orders", 4, 1, "quorum", &s, &o);
   assert_int_equal(o.status, 201);
   cp_stream_create(&f->cp, "orders", 1, 1, "quorum", &s, &o);

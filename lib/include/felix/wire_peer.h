@@ -17,6 +17,7 @@
 enum felix_peer_type {
   FELIX_WIRE_PEER_HELLO = 0x0010,
   FELIX_WIRE_PEER_APPEND = 0x0011,
+  FELIX_WIRE_PEER_READ = 0x0012, /* a leader-elect fetching what it lacks from the copy its fence adopts */
 };
 
 enum felix_peer_status {
@@ -69,6 +70,30 @@ typedef struct felix_peer_append_reply {
   uint64_t generation; /* the replica's ballot generation */
   uint64_t held_end, log_end;
 } felix_peer_append_reply;
+
+typedef struct felix_peer_read {
+  char stream[128];
+  uint32_t shard;
+  uint64_t generation; /* the fence's generation: the source must have promised it to the reader */
+  uint64_t from;
+  uint32_t max_records;
+} felix_peer_read;
+
+/* The reply: status, message, the source's copy id and held end, then
+ * records from `from` with the source's generations lines starting at or
+ * after it, in an APPEND body (generation = the source's ballot). */
+typedef struct felix_peer_read_reply {
+  uint16_t status;
+  char message[512];
+  char copy_id[FELIX_COPY_ID_HEX + 1];
+  uint64_t held_end;
+  felix_peer_append body;
+} felix_peer_read_reply;
+
+void felix_peer_read_encode(felix_buf *b, uint32_t corr, const felix_peer_read *r);
+felix_status felix_peer_read_decode(const uint8_t *body, size_t len, felix_peer_read *out, felix_err *err);
+void felix_peer_read_reply_encode(felix_buf *b, uint32_t corr, const felix_peer_read_reply *r);
+felix_status felix_peer_read_reply_decode(const uint8_t *body, size_t len, felix_peer_read_reply *out, felix_err *err);
 
 void felix_peer_hello_encode(felix_buf *b, uint32_t corr, const felix_peer_hello *h);
 void felix_peer_hello_reply_encode(felix_buf *b, uint32_t corr, const felix_peer_hello_reply *r);
