@@ -71,6 +71,10 @@ typedef struct shard {
   peer_link *links;          /* leader or leader-elect: one per other member */
   bool fencing;              /* leader-elect: promised, counting answers */
   uint64_t fence_generation;
+  uint64_t led_generation;   /* the last generation this process led: never fenced again */
+  peer_link *adopting;       /* the one copy this fence fetches from, or NULL */
+  uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
+  int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;

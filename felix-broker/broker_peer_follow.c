@@ -39,6 +39,9 @@ void peer_fill_gens(const shard *s, uint64_t from, uint64_t below, felix_generat
   if (lo == s->gens.count) return;
   if (hi - lo > FELIX_PEER_MAX_GENS) lo = hi - FELIX_PEER_MAX_GENS; /* the newest: an older gap only cuts deeper */
   for (size_t i = lo; i < hi; i++) out[(*n)++] = s->gens.items[i];
+  if (lo > 0 && from == 0)
+    felix_log_event("warn", "more generations than a peer frame carries: the peer will copy this shard again from the start",
+                    "shard", s->dir_name, NULL);
 }
 
 static void hello_reply(conn *c, uint32_t corr, felix_peer_hello_reply *r) {
@@ -126,6 +129,7 @@ int peer_truncate(shard *s, uint64_t to) {
                     to < st.start_offset ? "below the log start" : err.msg, NULL);
     return -1;
   }
+  s->log_epoch++;
   char at[32];
   snprintf(at, sizeof at, "%" PRIu64, to);
   felix_log_event("info", "truncated a divergent suffix", "shard", s->dir_name, "offset", at, NULL);
@@ -156,6 +160,10 @@ int peer_merge_gens(shard *s, uint64_t first, const felix_generation *g, uint32_
 felix_status peer_append_records(shard *s, uint64_t first, const felix_wire_record *recs, uint32_t n,
                                  felix_appended *a, felix_err *err) {
   if (n == 0) return FELIX_OK;
+  felix_log_stats ls;
+  felix_log_get_stats(s->log, &ls);
+  if (ls.end_offset != first) /* checked before writing: records never land at another offset */
+    return felix_fail(err, FELIX_E_INVAL, "records start at %" PRIu64 ", the log ends at %" PRIu64, first, ls.end_offset);
   felix_record_in *in = calloc(n, sizeof *in);
   if (!in) return felix_fail(err, FELIX_E_IO, "out of memory for %u records", n);
   for (uint32_t i = 0; i < n; i++) in[i] = (felix_record_in){recs[i].payload, recs[i].len, recs[i].timestamp_micros};

@@ -44,6 +44,7 @@ struct peer_link {
   char copy_id[FELIX_COPY_ID_HEX + 1], incarnation[128];
   char known_copy_id[FELIX_COPY_ID_HEX + 1]; /* the copy this leadership has measured */
   uint64_t h0, held, next_send, truncate_to;
+  uint64_t epoch; /* the shard's log_epoch the measurement was taken against */
   int inflight;
   /* the fence answer */
   bool answered;
@@ -116,6 +117,8 @@ static void send_hello(peer_link *l) {
 /* Ships what the leader wrote past the follower's cursor, pipelined. */
 static void link_pump(peer_link *l) {
   shard *s = l->s;
+  if (l->state == LINK_READY && l->epoch != s->log_epoch)
+    return link_reset(l, "the leader's log changed under this measurement");
   while (l->state == LINK_READY && s->leading && l->inflight < LINK_MAX_INFLIGHT) {
     felix_log_stats st;
     felix_log_get_stats(s->log, &st);
@@ -148,10 +151,17 @@ static void link_pump(peer_link *l) {
 
 /* ---- the HWM and acknowledgements ---- */
 
+static const char *member_named_copy(const shard *s, const char *id) {
+  for (int i = 0; i < s->nmembers; i++)
+    if (!strcmp(s->members[i].broker, id)) return s->members[i].named_copy_id;
+  return "";
+}
+
 static int gather_holds(const shard *s, felix_follower_hold *f) {
   int n = 0;
   for (peer_link *l = s->links; l && n < BROKER_MAX_MEMBERS; l = l->next)
-    f[n++] = (felix_follower_hold){.counted = l->state == LINK_READY, .held = l->held};
+    f[n++] = (felix_follower_hold){.counted = l->state == LINK_READY && l->epoch == s->log_epoch,
+                                   .trusted = !strcmp(l->copy_id, member_named_copy(s, l->broker_id)), .held = l->held};
   return n;
 }
 
@@ -243,12 +253,6 @@ static void deposed(peer_link *l, uint64_t generation, const char *msg) {
   shard_stop_leading(l->b, l->s, "a replica promised a newer generation");
 }
 
-static const char *member_named_copy(const shard *s, const char *id) {
-  for (int i = 0; i < s->nmembers; i++)
-    if (!strcmp(s->members[i].broker, id)) return s->members[i].named_copy_id;
-  return "";
-}
-
 static void measure(peer_link *l, const felix_peer_hello_reply *r) {
   shard *s = l->s;
   felix_log_stats st;
@@ -279,7 +283,13 @@ static void measure(peer_link *l, const felix_peer_hello_reply *r) {
   l->gens.items = calloc(r->ngens + 1, sizeof *l->gens.items);
   if (l->gens.items) memcpy(l->gens.items, r->gens, r->ngens * sizeof *r->gens), l->gens.count = r->ngens;
   l->answered = true;
+  l->epoch = s->log_epoch;
   l->state = LINK_READY;
+  char from[32], h0[32];
+  snprintf(from, sizeof from, "%" PRIu64, l->next_send);
+  snprintf(h0, sizeof h0, "%" PRIu64, l->h0);
+  felix_log_event("info", trusted ? "measured a replica" : "measured an untrusted copy: copying it from the log start", "shard",
+                  s->dir_name, "replica", l->broker_id, "copy_id", l->copy_id, "ship_from", from, "h0", h0, NULL);
 }
 
 static void on_hello_reply(peer_link *l, const uint8_t *body, size_t len) {
@@ -317,6 +327,7 @@ static void on_append_reply(peer_link *l, const uint8_t *body, size_t len) {
 
 static void finish_fence(broker *b, shard *s) {
   s->fencing = false;
+  s->adopting = NULL;
   uint64_t g = s->ballot.generation;
   shard_become_leader(b, s, g);
 }
@@ -342,7 +353,9 @@ static void adopt_from(broker *b, shard *s, peer_link *src) {
   snprintf(at, sizeof at, "%" PRIu64, (uint64_t)src->rank.log_end);
   felix_log_event("info", "fence adopts a higher-ranked copy", "shard", s->dir_name, "source", src->broker_id, "copy_id",
                   src->copy_id, "log_end", at, NULL);
-  if (peer_truncate(s, p)) return shard_stop_leading(b, s, "cannot truncate to adopt the fence's copy");
+  if (peer_truncate(s, p)) return shard_refuse(b, s, "cannot truncate to adopt the fence's copy");
+  s->log_epoch++;
+  s->adopting = src; /* one source per fence: answers arriving meanwhile do not switch it */
   send_read(src);
 }
 
@@ -352,38 +365,43 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
   l->reading = false;
   shard *s = l->s;
   if (felix_peer_read_reply_decode(body, len, &r, &err)) return link_reset(l, err.msg);
-  if (!s->fencing) goto out;
-  if (r.status != FELIX_PS_OK || strcmp(r.copy_id, l->copy_id) != 0) {
-    /* The source must keep its copy id throughout, or the fence starts over. */
+  felix_log_stats st;
+  felix_log_get_stats(s->log, &st);
+  const char *why = NULL;
+  if (!s->fencing || s->adopting != l) why = "a read reply from a copy this fence does not adopt";
+  else if (r.status != FELIX_PS_OK) why = r.message;
+  else if (strcmp(r.copy_id, l->copy_id) != 0) why = "the adopted copy changed its copy id"; /* the fence starts over */
+  else if (r.body.first_offset != st.end_offset) why = "the adopted records do not start at the log end";
+  if (why) {
+    link_reset(l, why);
     felix_peer_append_free(&r.body);
-    link_reset(l, r.status ? r.message : "the adopted copy changed its copy id");
     return;
   }
   felix_appended a;
   if (peer_merge_gens(s, r.body.first_offset, r.body.gens, r.body.ngens) ||
       peer_append_records(s, r.body.first_offset, r.body.records, r.body.count, &a, &err)) {
     felix_peer_append_free(&r.body);
-    return shard_stop_leading(l->b, s, "cannot append the adopted copy's records");
+    return shard_refuse(l->b, s, "cannot append the adopted copy's records");
   }
-  felix_log_stats st;
-  felix_log_get_stats(s->log, &st);
+  uint32_t got = r.body.count;
   felix_peer_append_free(&r.body);
+  felix_log_get_stats(s->log, &st);
   if (st.end_offset < (uint64_t)l->rank.log_end) {
-    if (r.body.count > 0) return send_read(l);
+    if (got > 0) return send_read(l);
     return link_reset(l, "the adopted copy holds less than it answered"); /* the fence starts over */
   }
   /* Held under our own mode before we lead on it (synced, under on_commit). */
   if (felix_log_sync(s->log, &err)) broker_fail_closed(l->b, err.msg);
-  /* Our log changed under every measurement: measure every follower again. */
-  finish_fence(l->b, s);
+  /* Our log changed under every measurement: measure every follower again
+   * before anything is shipped (the new generation's pump would use them). */
+  s->log_epoch++;
+  s->adopting = NULL;
   for (peer_link *x = s->links; x; x = x->next) link_reset(x, "re-measure after adopting a copy");
-  return;
-out:
-  felix_peer_append_free(&r.body);
+  finish_fence(l->b, s);
 }
 
 static void fence_evaluate(broker *b, shard *s) {
-  if (!s->fencing) return;
+  if (!s->fencing || s->adopting) return; /* an adoption in flight finishes or starts over first */
   felix_fence_slot slots[BROKER_MAX_MEMBERS];
   peer_link *by_slot[BROKER_MAX_MEMBERS] = {0};
   felix_log_stats st;
@@ -408,10 +426,10 @@ static void fence_evaluate(broker *b, shard *s) {
     }
   }
   felix_fence_verdict v;
-  felix_fence_count(slots, (size_t)n, 0, &v);
+  felix_fence_count(slots, (size_t)n, s->cp_max_hwm, &v);
   if (!v.complete) return;
   if (slots[v.adopt].self) return finish_fence(b, s);
-  if (!by_slot[v.adopt]->reading) adopt_from(b, s, by_slot[v.adopt]);
+  adopt_from(b, s, by_slot[v.adopt]);
 }
 
 /* ---- connections ---- */
@@ -436,13 +454,16 @@ static void on_link_tcp_closed(uv_handle_t *h) {
 
 static void link_reset(peer_link *l, const char *why) {
   if (l->dead || !l->tcp_open || uv_is_closing((uv_handle_t *)&l->tcp)) return;
-  if (l->state == LINK_READY || l->state == LINK_HELLO)
-    felix_log_event("info", "peer link reset", "shard", l->s->dir_name, "replica", l->broker_id, "reason", why, NULL);
+  felix_log_event(l->state == LINK_CONNECTING ? "debug" : "info", "peer link reset", "shard", l->s->dir_name, "replica",
+                  l->broker_id, "reason", why, NULL);
   l->state = LINK_WAIT;
   l->inflight = 0;
   l->reading = false;
   l->len = 0;
-  if (!l->s->fencing) l->answered = false;
+  /* A promise stays given, so a fence keeps counting the answer; but the
+   * copy it adopts must answer again over a live connection. */
+  if (!l->s->fencing || l->s->adopting == l) l->answered = false;
+  if (l->s->adopting == l) l->s->adopting = NULL;
   uv_close((uv_handle_t *)&l->tcp, on_link_tcp_closed);
   broker_publish_report(l->b);
 }
@@ -529,6 +550,7 @@ static void link_open(broker *b, shard *s, const member *m) {
 
 void peer_links_stop(broker *b, shard *s) {
   (void)b;
+  s->adopting = NULL;
   while (s->links) {
     peer_link *l = s->links;
     s->links = l->next;
@@ -552,6 +574,11 @@ void peer_members_changed(broker *b, shard *s) {
 }
 
 void peer_start_fence(broker *b, shard *s) {
+  if (s->led_generation == s->ballot.generation) {
+    /* Rule 1: a process leads a generation once; it waits for the next one. */
+    felix_log_event("warn", "not fencing a generation this process already led", "shard", s->dir_name, NULL);
+    return;
+  }
   peer_links_stop(b, s);
   s->fencing = true;
   s->fence_generation = s->ballot.generation;

@@ -156,6 +156,13 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   s->generation_start = offset;
   s->leading = true;
   s->fencing = false;
+  s->led_generation = generation;
+  /* Rule 3: a new leader starts from the control plane's maximum HWM; its
+   * fence adopted the highest-ranked counted copy, which holds it. */
+  felix_log_get_stats(s->log, &st);
+  uint64_t from_cp = s->cp_max_hwm > 0 ? (uint64_t)s->cp_max_hwm : 0;
+  if (from_cp > st.held_end) from_cp = st.held_end;
+  if (from_cp > s->hwm) s->hwm = from_cp;
   felix_log_get_stats(s->log, &st);
   snprintf(g, sizeof g, "%" PRIu64, generation);
   felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);

@@ -31,6 +31,7 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
   cJSON_AddNumberToObject(a, "replicas", sh->replicas);
   cJSON_AddStringToObject(a, "acks", sh->acks);
   cJSON_AddNumberToObject(a, "generation", (double)sh->generation);
+  cJSON_AddNumberToObject(a, "max_hwm", (double)sh->max_hwm);
   cJSON_AddStringToObject(a, "state", sh->state);
   const char *me = sh->slots[slot].broker;
   cJSON_AddStringToObject(a, "role", sh->generation == 0 ? "replica" : !strcmp(sh->leader, me) ? "leader" : "follower");

@@ -21,7 +21,8 @@ static int slot_of(const cp_shard_row *sh, const char *broker) {
 }
 
 /* Records what one inventory entry tells about its slot; true if sh changed. */
-static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *e, cp_shard_row *sh, felix_err *err) {
+static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *e, cp_shard_row *sh, bool at_start,
+                      felix_err *err) {
   bool changed = false;
   int64_t g = e->ballot_generation > e->last_generation ? e->ballot_generation : e->last_generation;
   if (g > sh->seen_generation) {
@@ -32,7 +33,7 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   if (i < 0 || !felix_hex_valid(e->copy_id, 32)) return changed;
   cp_slot_row *s = &sh->slots[i];
   bool fresh_shard = sh->generation == 0 && e->log_end == 0;
-  if (!strcmp(s->copy_id, e->copy_id) && !s->stranger && e->log_end < s->floor) {
+  if (at_start && !strcmp(s->copy_id, e->copy_id) && !s->stranger && e->log_end < s->floor) {
     /* §4.5: the copy's own inventory under unchanged ids shows less than it
      * was once measured holding: a rolled-back snapshot or a lost write. */
     s->stranger = true;
@@ -61,7 +62,7 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   return true;
 }
 
-void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv) {
+void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
   felix_err err;
   if (ninv == 0) return;
   if (cp_store_begin(cp->store, &err)) goto fail;
@@ -69,7 +70,7 @@ void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry
     cp_shard_row sh;
     bool found;
     if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, &err)) goto fail;
-    if (found && note_copy(cp, b, &inv[k], &sh, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
+    if (found && note_copy(cp, b, &inv[k], &sh, at_start, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
   }
   if (cp_store_commit(cp->store, &err) == FELIX_OK) return;
 fail:
@@ -175,7 +176,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
                                  .last_generation = e ? e->last_generation : 0,
-                                 .measured = s->copy_id[0] && !s->stranger, .confirmed = s->confirmed, .floor = s->floor,
+                                 .measured = s->copy_id[0] && !s->stranger, .confirmed = s->confirmed,
                                  .point_generation = e && e->log_end >= sh->max_hwm && sh->max_hwm > 0
                                                          ? cp_inv_generation_at(e, sh->max_hwm - 1) : 0};
   }

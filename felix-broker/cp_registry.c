@@ -112,7 +112,7 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   if (!l) return;
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);
-  cp_apply_inventory(cp, &b, r->inv, r->ninv);
+  cp_apply_inventory(cp, &b, r->inv, r->ninv, true);
   cp_reevaluate_all(cp); /* a pinned leader that registered again is lost (§4.6) */
 }
 
@@ -153,7 +153,7 @@ void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, con
   cp_live_renew(cp, l);
   if (inv) {
     cp_live_set_inventory(l, inv, ninv);
-    cp_apply_inventory(cp, &b, inv, ninv);
+    cp_apply_inventory(cp, &b, inv, ninv, false);
   }
   if (inv || was_dead) cp_reevaluate_all(cp);
 }

@@ -24,6 +24,9 @@ void cp_outcome_store_error(cp_outcome *o, const felix_err *err);
  * failover when its leader is lost. Commits whatever it decides. */
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh);
 /* Records copies an inventory lists for slots that have none (cp_decide.c). */
-void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv);
+/* at_start: the inventory a process sent with its registration, taken before
+ * it answered any peer — the only one that can show lost writes, since a
+ * heartbeat's inventory may be older than a measurement it crosses. */
+void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start);
 
 #endif

@@ -68,9 +68,6 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
     snprintf(why, cap, "a stranger: copy id changed (storage id rotated or directory made anew), not measured by an active leader since");
   } else if (c->has_inventory && strcmp(c->inv_copy_id, c->slot_copy_id) != 0) {
     snprintf(why, cap, "copy id changed: %.32s is not the recorded %.32s", c->inv_copy_id, c->slot_copy_id);
-  } else if (c->has_inventory && c->log_end < c->floor) {
-    snprintf(why, cap, "holds %" PRId64 " below its floor %" PRId64 " under unchanged ids: lost writes, a stranger from now on",
-             c->log_end, c->floor);
   } else if (c->measured && c->confirmed >= max_hwm) {
     return; /* caught up: an Active leader measured this very copy at the max HWM */
   } else if (!c->has_inventory) {

@@ -107,7 +107,8 @@ bool felix_ack_ready(const felix_ack_input *in) {
   case FELIX_ACK_ALL: {
     if (in->hwm < in->end) return false;
     int n = 1;
-    for (size_t i = 0; i < in->nfollowers; i++) n += in->followers[i].counted && in->followers[i].held >= in->end;
+    for (size_t i = 0; i < in->nfollowers; i++)
+      n += in->followers[i].counted && in->followers[i].trusted && in->followers[i].held >= in->end;
     return n >= in->trusted_replicas;
   }
   case FELIX_ACK_QUORUM:

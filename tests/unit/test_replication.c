@@ -77,7 +77,7 @@ static void divergence_inside_a_generation_line(void **s) {
 
 static void hwm_needs_a_majority_with_the_leader(void **s) {
   (void)s;
-  felix_follower_hold f[] = {{true, 7}, {true, 3}};
+  felix_follower_hold f[] = {{true, true, 7}, {true, true, 3}};
   felix_hwm_input in = {.replicas = 3, .leader_counts = true, .leader_held = 9, .generation_start = 0,
                         .followers = f, .nfollowers = 2};
   assert_int_equal(felix_hwm_compute(&in), 7);
@@ -94,7 +94,7 @@ static void hwm_only_by_records_of_its_own_generation(void **s) {
   (void)s;
   /* The generation-start record is at 6: records below it are older
    * generations' and are committed only once a record of this one is. */
-  felix_follower_hold f[] = {{true, 6}, {true, 0}};
+  felix_follower_hold f[] = {{true, true, 6}, {true, true, 0}};
   felix_hwm_input in = {.replicas = 3, .leader_counts = true, .leader_held = 7, .generation_start = 6,
                         .followers = f, .nfollowers = 2};
   assert_int_equal(felix_hwm_compute(&in), 0);
@@ -104,7 +104,7 @@ static void hwm_only_by_records_of_its_own_generation(void **s) {
 
 static void hwm_ignores_uncounted_followers_and_never_lowers(void **s) {
   (void)s;
-  felix_follower_hold f[] = {{false, 9}, {true, 2}};
+  felix_follower_hold f[] = {{false, true, 9}, {true, false, 2}};
   felix_hwm_input in = {.replicas = 3, .leader_counts = true, .leader_held = 9, .generation_start = 0, .hwm = 4,
                         .followers = f, .nfollowers = 2};
   assert_int_equal(felix_hwm_compute(&in), 4);
@@ -112,7 +112,7 @@ static void hwm_ignores_uncounted_followers_and_never_lowers(void **s) {
   in.nfollowers = 0;
   assert_int_equal(felix_hwm_compute(&in), 9);
   felix_hwm_input five = {.replicas = 5, .leader_counts = true, .leader_held = 10, .generation_start = 0,
-                          .followers = (felix_follower_hold[]){{true, 8}, {true, 6}, {true, 1}, {false, 10}},
+                          .followers = (felix_follower_hold[]){{true, true, 8}, {true, true, 6}, {true, true, 1}, {false, true, 10}},
                           .nfollowers = 4};
   assert_int_equal(felix_hwm_compute(&five), 6);
 }
@@ -121,7 +121,7 @@ static void hwm_ignores_uncounted_followers_and_never_lowers(void **s) {
 
 static void ack_policies(void **s) {
   (void)s;
-  felix_follower_hold f[] = {{true, 10}, {true, 4}};
+  felix_follower_hold f[] = {{true, true, 10}, {true, true, 4}};
   felix_ack_input in = {.policy = FELIX_ACK_QUORUM, .end = 10, .hwm = 10, .leader_counts = true, .leader_held = 10,
                         .trusted_replicas = 3, .followers = f, .nfollowers = 2};
   assert_true(felix_ack_ready(&in));
@@ -132,6 +132,8 @@ static void ack_policies(void **s) {
   assert_false(felix_ack_ready(&in)); /* the second follower holds only 4 */
   f[1].held = 10;
   assert_true(felix_ack_ready(&in));
+  f[1].trusted = false; /* a stranger holding it does not stand in for a trusted copy */
+  assert_false(felix_ack_ready(&in));
   in.trusted_replicas = 2;
   f[1].held = 0; /* a stranger's slot is not waited for */
   assert_true(felix_ack_ready(&in));

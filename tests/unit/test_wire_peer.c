@@ -111,12 +111,44 @@ static void append_reply_round_trips(void **s) {
   felix_buf_free(&b);
 }
 
+static void read_and_its_reply_round_trip(void **s) {
+  (void)s;
+  felix_peer_read q = {.stream = "orders", .shard = 4, .generation = 6, .from = 10, .max_records = 256};
+  felix_buf b = {0};
+  felix_peer_read_encode(&b, 3, &q);
+  felix_peer_read qo;
+  felix_err err;
+  assert_int_equal(felix_peer_read_decode(body_of(&b), len_of(&b), &qo, &err), FELIX_OK);
+  assert_int_equal(qo.from, 10);
+  assert_int_equal(qo.generation, 6);
+  felix_buf_free(&b);
+  felix_wire_record recs[] = {{0, 5, (const uint8_t *)"x", 1}, {0, 6, (const uint8_t *)"yz", 2}};
+  felix_peer_read_reply r = {.status = FELIX_PS_OK, .copy_id = "c9", .held_end = 12,
+                             .body = {.stream = "orders", .shard = 4, .generation = 6, .truncate_to = FELIX_PEER_NO_TRUNCATE,
+                                      .ngens = 1, .gens = {{6, 11}}, .first_offset = 10, .count = 2, .records = recs}};
+  felix_peer_read_reply_encode(&b, 3, &r);
+  felix_peer_read_reply out;
+  assert_int_equal(felix_peer_read_reply_decode(body_of(&b), len_of(&b), &out, &err), FELIX_OK);
+  assert_string_equal(out.copy_id, "c9");
+  assert_int_equal(out.held_end, 12);
+  assert_int_equal(out.body.count, 2);
+  assert_int_equal(out.body.records[1].offset, 11);
+  assert_memory_equal(out.body.records[1].payload, "yz", 2);
+  felix_peer_append_free(&out.body);
+  for (size_t cut = 0; cut < len_of(&b); cut++) {
+    assert_int_equal(felix_peer_read_reply_decode(body_of(&b), cut, &out, &err), FELIX_E_INVAL);
+    assert_null(out.body.records);
+  }
+  felix_buf_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(hello_round_trips),
       cmocka_unit_test(hello_reply_carries_the_generations),
       cmocka_unit_test(append_round_trips_with_offsets_from_first),
       cmocka_unit_test(append_reply_round_trips),
+      cmocka_unit_test(read_and_its_reply_round_trip),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

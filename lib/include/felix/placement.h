@@ -46,7 +46,6 @@ typedef struct felix_copy_view {
   int64_t point_generation; /* generation of its record at max_hwm - 1 (0 when it holds fewer) */
   bool measured;           /* the slot's copy has a trusted measurement (an Active leader's report) */
   int64_t confirmed;       /* what that measurement saw it hold */
-  int64_t floor;           /* the highest HWM it was ever measured caught up to */
 } felix_copy_view;
 
 typedef struct felix_failover_verdict {

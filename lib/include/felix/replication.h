@@ -45,7 +45,8 @@ uint64_t felix_divergence_point(const felix_generations *leader, uint64_t leader
 
 /* What the leader knows of one follower in its own generation. */
 typedef struct felix_follower_hold {
-  bool counted;  /* live connection, handshake copy id = the copy the slot names, not a stranger for acks */
+  bool counted;  /* a live connection measured in this generation */
+  bool trusted;  /* its copy id is the one the control plane names (not a stranger): acks = all wait for these */
   uint64_t held; /* confirmed held end; confirmations of other generations never move it */
 } felix_follower_hold;
 

@@ -29,7 +29,7 @@ enum felix_peer_status {
   FELIX_PS_STORAGE = 5,
 };
 
-#define FELIX_PEER_MAX_GENS 256
+#define FELIX_PEER_MAX_GENS 4096 /* one line per generation: past this a peer is copied again from the start */
 #define FELIX_PEER_NO_TRUNCATE UINT64_MAX
 
 typedef struct felix_peer_hello {

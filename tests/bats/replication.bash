@@ -1,0 +1,89 @@
+# replication.bash — helpers for the replication scenarios: three brokers
+# with the power-cut recorder (tests/faults/), one "machine" (boot id file,
+# ledger) per broker, an R=3 stream, and the checker of acknowledged records.
+
+load cluster
+
+FAULTS="$FELIX_BUILD/faults"
+
+# rbroker_start N [flags] — broker bN under the sync recorder, on its own machine.
+rbroker_start() {
+  local n=$1
+  shift
+  [ -f "$C/boot_id.b$n" ] || echo "boot-$RANDOM-b$n" >"$C/boot_id.b$n"
+  [ -f "$C/ledger.b$n" ] || : >"$C/ledger.b$n"
+  FELIX_BOOT_ID_FILE="$C/boot_id.b$n" FELIX_FAULTS_LEDGER="$C/ledger.b$n" FELIX_FAULTS_ROOT="$C/b$n" \
+    LD_PRELOAD="$FAULTS/libfelix_faults.so" broker_start "$n" "$@"
+}
+
+# rcluster_up [flags for every broker] — control plane, b1..b3, stream r (1 shard, R=3).
+rcluster_up() {
+  cp_start
+  local i
+  for i in 1 2 3; do rbroker_start "$i" "$@"; done
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create r --shards 1 --replicas 3
+  wait_until 60 shard_is r/0 Active
+  : >"$C/acked"
+  : >"$C/seen"
+}
+
+leader_of() { "$CTL" -o json shard describe r/0 | jget 'j["leader"] or ""'; }
+others_than() { local f; for f in b1 b2 b3; do [ "$f" = "$1" ] || echo "$f"; done; }
+replica_field() { "$CTL" -o json shard describe r/0 | jget "[x['$2'] for x in j['replicas'] if x['broker'] == '$1'][0]"; }
+caught_up() { [ "$(replica_field "$1" caught_up)" = true ]; }
+is_stranger() { [ "$(replica_field "$1" stranger)" = true ]; }
+shard_hwm() { "$CTL" -o json shard describe r/0 | jget 'j["hwm"]'; }
+hwm_at_least() { [ "$(shard_hwm)" -ge "$1" ]; }
+leader_is_not() { local l; l=$(leader_of); [ -n "$l" ] && [ "$l" != "$1" ]; }
+
+# power_cut N — machine N loses power: SIGKILL, every unsynced byte of its
+# data directory is lost, and it boots with a new boot id. Asserts that the
+# ledger saw the broker's syncs (a bypass of libc could not pass silently).
+power_cut() {
+  local n=$1
+  stop_process "b$n" KILL
+  [ "$(grep -c '^sync \|^dirsync \|^syncfs ' "$C/ledger.b$n")" -gt 0 ] || fail "the ledger of b$n saw no sync"
+  "$FAULTS/powercut" --ledger "$C/ledger.b$n" --root "$C/b$n" --boot-id-file "$C/boot_id.b$n" >>"$C/powercut.log"
+  : >"$C/ledger.b$n"
+}
+
+# produce_acked FROM TO [ACKS] — publishes FROM..TO, one record each; appends to
+# $C/acked exactly the records the broker acknowledged (felixctl reports how
+# many of the lines were, in order, even when it fails).
+produce_acked() {
+  local out n
+  out=$(seq "$1" "$2" | "$CTL" -o json produce r --shard 0 ${3:+--acks "$3"} 2>>"$C/produce.err") || true
+  n=$(echo "$out" | jget 'sum(x["count"] for x in [j])' 2>/dev/null || echo 0)
+  seq "$1" "$2" | head -n "${n:-0}" >>"$C/acked"
+  [ "${n:-0}" -eq $(($2 - $1 + 1)) ]
+}
+
+# read_all — offset and payload of every record consumers can read now.
+read_all() {
+  "$CTL" -o json consume r --shard 0 2>/dev/null |
+    python3 -c 'import json,sys,base64
+for l in sys.stdin:
+    j = json.loads(l); print(j["offset"], base64.b64decode(j["payload_b64"]).decode())'
+}
+
+# acked_readable — every acknowledged record can be read exactly once, and
+# every record read before is still read at the same offset (a committed
+# record never disappears, an acknowledged offset is never reused).
+acked_readable() {
+  read_all >"$C/read.now" || return 1
+  python3 - "$C/acked" "$C/seen" "$C/read.now" <<'PY' || return 1
+import sys
+acked = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+seen = dict(l.split(" ", 1) for l in open(sys.argv[2]).read().splitlines() if l)
+now = dict(l.split(" ", 1) for l in open(sys.argv[3]).read().splitlines() if l)
+vals = list(now.values())
+missing = [a for a in acked if a not in vals]
+dups = sorted({v for v in vals if vals.count(v) > 1})
+moved = [o for o, v in seen.items() if now.get(o) != v]
+if missing or dups or moved:
+    print("missing", missing[:10], "duplicated", dups[:10], "moved or gone", moved[:10], file=sys.stderr)
+    sys.exit(1)
+PY
+  cp "$C/read.now" "$C/seen"
+}
