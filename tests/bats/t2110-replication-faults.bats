@@ -102,3 +102,166 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 60 shard_is r/0 Active
   acked_readable
 }
+
+@test "2: a follower that lost its tail reconnects to the live leader first: copied again, caught up under its new id, then failover keeps the record" {
+  rcluster_up "${LONG[@]}"
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  V=$1 W=$2
+  stop_process "$W" KILL
+  produce_acked 1 1
+  wait_until 30 hwm_at_least 2
+  wait_until 30 caught_up "$V"
+  power_cut "${V#b}"
+  rbroker_start "${V#b}" "${LONG[@]}"
+  wait_until 30 grep -q "copy .* of r/0 on $V joins as a stranger" "$C/cp.log"
+  wait_until 60 grep -q "on $V: stranger copy .* trusted" "$C/cp.log"
+  wait_until 30 caught_up "$V"
+  rbroker_start "${W#b}" "${LONG[@]}"
+  stop_process "$L" KILL
+  wait_until 60 leader_is_not "$L"
+  wait_until 60 shard_is r/0 Active
+  acked_readable
+}
+
+@test "3: a leader loses power and restarts at once: a caught-up follower leads at a new generation, no acknowledged offset reused" {
+  rcluster_up
+  L=$(leader_of)
+  stop_process "$L" KILL
+  rbroker_start "${L#b}" "${LONG[@]}" # the leader's unsynced tail is what the cut takes
+  wait_until 60 shard_is r/0 Active
+  L=$(leader_of)
+  produce_acked 1 200
+  acked_readable
+  set -- $(others_than "$L")
+  wait_until 30 caught_up "$1"
+  wait_until 30 caught_up "$2"
+  g=$(shard_generation r/0)
+  power_cut "${L#b}"
+  rbroker_start "${L#b}" "${LONG[@]}"
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 leader_is_not "$L"
+  wait_until 60 shard_is r/0 Active
+  grep -q 'msg="storage id rotated"' "$C/$L.log"
+  acked_readable
+  produce_acked 201 260
+  acked_readable
+}
+
+@test "6: a follower whose data directory was wiped while stopped is a stranger, copied at once, then trusted" {
+  rcluster_up
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1
+  produce_acked 1 300
+  wait_until 30 caught_up "$F"
+  stop_process "$F" TERM
+  rm -rf "${C:?}/$F"
+  rbroker_start "${F#b}"
+  wait_until 30 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
+  wait_until 60 grep -q "on $F: stranger copy .* trusted" "$C/cp.log"
+  wait_until 30 caught_up "$F"
+  seg=$(ls "$C/$F"/shards/r_0-*/00000000000000000000.log)
+  run -0 "$FELIX_BUILD/felix-inspect" --json dump "$seg"
+  [ "$(echo "$output" | grep -c '"payload_len":[1-9]')" -eq 300 ]
+  acked_readable
+}
+
+@test "7: a leader paused past its lease is replaced; resumed, it acknowledges nothing and every acknowledged record survives" {
+  rcluster_up
+  L=$(leader_of)
+  produce_acked 1 100
+  g=$(shard_generation r/0)
+  kill -STOP "$(pid_of "$L")"
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 shard_is r/0 Active
+  produce_acked 101 200
+  kill -CONT "$(pid_of "$L")"
+  wait_until 30 grep -q 'msg="stopped leading"' "$C/$L.log"
+  produce_acked 201 300
+  acked_readable
+  [ "$(leader_of)" != "$L" ] || [ "$(shard_generation r/0)" -gt "$((g + 1))" ]
+}
+
+@test "9: a leader SIGKILLed and restarted within its lease with the same ids leads again only at a new generation" {
+  rcluster_up
+  L=$(leader_of)
+  produce_acked 1 100
+  g=$(shard_generation r/0)
+  stop_process "$L" KILL
+  rbroker_start "${L#b}"
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 shard_is r/0 Active
+  grep -q 'msg="storage id kept"' "$C/$L.log"
+  # The restarted process never leads generation $g: it is another process.
+  [ "$(grep -c "msg=leading shard=r_0-[0-9a-f]* generation=$g " "$C/$L.log")" -eq 1 ]
+  acked_readable
+  produce_acked 101 150
+  acked_readable
+}
+
+@test "12: control-plane restart and pause: no failover, no generation reused, quorum writes go on while it is down" {
+  rcluster_up
+  produce_acked 1 100
+  g=$(shard_generation r/0)
+  L=$(leader_of)
+  stop_process cp KILL
+  # No control plane: felixctl cannot look the leader up, so publish straight
+  # to it; replication and quorum acknowledgements go on.
+  run -0 python3 "$BATS_TEST_DIRNAME/../tools/wire.py" publish "127.0.0.1:$(broker_port "${L#b}")" r 0 $(seq 101 200)
+  [[ $output == status=0* ]] || fail "$output"
+  seq 101 200 >>"$C/acked"
+  cp_start
+  wait_until 60 brokers_alive 3
+  produce_acked 201 300
+  kill -STOP "$(pid_of cp)"
+  sleep 6 # the fault itself: the control plane stopped for longer than a 5 s lease (its lease clock stands still)
+  kill -CONT "$(pid_of cp)"
+  wait_until 30 brokers_alive 3
+  [ "$(shard_generation r/0)" -eq "$g" ]
+  shard_is r/0 Active
+  acked_readable
+}
+
+@test "14: a follower loses power under steady production: it rejoins as a stranger, is copied and trusted while production goes on" {
+  rcluster_up "${LONG[@]}"
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1
+  ( for k in $(seq 0 19); do produce_acked $((k * 50 + 1)) $((k * 50 + 50)) || true; done ) &
+  producer=$!
+  wait_until 30 hwm_at_least 200
+  power_cut "${F#b}"
+  rbroker_start "${F#b}" "${LONG[@]}"
+  wait_until 60 grep -q "on $F: stranger copy .* trusted" "$C/cp.log"
+  wait "$producer"
+  wait_until 30 caught_up "$F"
+  [ "$(wc -l <"$C/acked")" -eq 1000 ] # every publish was acknowledged: no operator, no outage
+  acked_readable
+}
+
+@test "15: a sync error on an on_commit follower, then a restart on the same boot: a new id, never trusted on its old one" {
+  rcluster_up
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1
+  stop_process "$F" TERM
+  # While $C/fail-sync exists, every sync of this process fails with EIO.
+  FELIX_FAULTS_FAIL_SYNC_IF="$C/fail-sync" rbroker_start "${F#b}" --fsync-mode on_commit
+  wait_until 30 caught_up "$F"
+  old=$(replica_field "$F" copy_id)
+  produce_acked 1 50
+  touch "$C/fail-sync"
+  produce_acked 51 60 # the leader and the other follower still make a quorum
+  wait_exit "$(pid_of "$F")" 30
+  grep -q 'boot token removed' "$C/$F.log"
+  grep -q '^fail ' "$C/ledger.${F}"
+  rm -f "$C/fail-sync"
+  rbroker_start "${F#b}" --fsync-mode on_commit # the same boot, but no token: nothing vouches for its page cache
+  wait_until 60 grep -q 'msg="storage id rotated"' "$C/$F.log"
+  wait_until 60 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
+  [ "$(replica_field "$F" copy_id)" != "$old" ]
+  wait_until 60 caught_up "$F"
+  produce_acked 61 80
+  acked_readable
+}
