@@ -75,6 +75,7 @@ typedef struct shard {
   peer_link *adopting;       /* the one copy this fence fetches from, or NULL */
   uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
+  bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;
@@ -100,6 +101,7 @@ typedef struct cp_mailbox {
   char *report_json;      /* newest report shards (array), owned */
   bool report_dirty;
   bool stop;
+  bool draining;          /* heartbeats say so: the control plane hands our shards off */
   pthread_cond_t cv;
 } cp_mailbox;
 
@@ -124,6 +126,8 @@ typedef struct broker {
   cp_mailbox mb;
   pthread_t cp_thread;
   bool serving, draining, stopping;
+  bool handing_off;   /* draining: waiting for the shards it leads to get a new leader (§4.9) */
+  bool peer_refusing; /* draining, hand-off over: peer appends are refused */
   bool drain_flushed, drain_flush_ok, drain_finished;
   uint64_t drain_appends_before;
   int exit_code;
@@ -212,6 +216,8 @@ void broker_update_metrics(broker *b);
 
 /* broker_main.c */
 void broker_begin_drain(broker *b, const char *why);
+/* Draining: once no replicated shard is led here any more, go on with the drain. */
+void broker_handoff_check(broker *b);
 /* Finishes a drain once its flush is done and no on_commit batch is pending. */
 void broker_drain_continue(broker *b);
 /* A failed sync: remove the boot token (an unlink needs no space), stop

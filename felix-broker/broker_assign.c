@@ -89,6 +89,7 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
   if (!cJSON_IsArray(ms)) return;
   s->replicas = (int)num_of(a, "replicas");
   s->cp_max_hwm = (int64_t)num_of(a, "max_hwm");
+  s->abandon_fence = cJSON_IsTrue(cJSON_GetObjectItem(a, "abandon"));
   int policy = felix_ack_policy_parse(str_of(a, "acks"));
   s->ack_policy = policy ? policy : FELIX_ACK_QUORUM;
   int n = 0;

@@ -83,6 +83,9 @@ static char *heartbeat_body(broker *b, const char *incarnation, const char *inve
   cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
   cJSON_AddStringToObject(j, "incarnation", incarnation);
   if (inventory) cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
+  pthread_mutex_lock(&b->mb.mu);
+  if (b->mb.draining) cJSON_AddTrueToObject(j, "draining");
+  pthread_mutex_unlock(&b->mb.mu);
   char *s = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
   return s;

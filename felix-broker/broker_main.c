@@ -142,7 +142,9 @@ void broker_on_cp_async(uv_async_t *h) {
   b->mb.assignments_json = NULL;
   if (b->mb.registered) snprintf(b->incarnation, sizeof b->incarnation, "%s", b->mb.incarnation);
   pthread_mutex_unlock(&b->mb.mu);
-  if (json && !b->draining) broker_apply_cp(b, json); /* a draining broker takes no new role */
+  /* A draining broker takes no new role (shard_apply_assignment), but still
+   * learns that the shards it led moved on. */
+  if (json && (!b->draining || b->handing_off)) broker_apply_cp(b, json);
   free(json);
   if (!b->serving && b->incarnation[0] && !b->stopping) {
     if (broker_net_listen(b) != 0) {
@@ -228,7 +230,40 @@ static void on_drain_timeout(uv_timer_t *t) {
   _exit(FELIX_EXIT_FAILURE);
 }
 
-static uv_timer_t drain_timer;
+static uv_timer_t drain_timer, handoff_timer;
+
+static bool leads_replicated(const broker *b) {
+  for (const shard *s = b->shards; s; s = s->next)
+    if ((s->leading || s->fencing) && s->nmembers > 1) return true;
+  return false;
+}
+
+/* The second half of a drain: refuse peers, flush, stop (§3.3). */
+static void drain_flush_start(broker *b) {
+  b->handing_off = false;
+  b->peer_refusing = true;
+  uv_timer_stop(&handoff_timer);
+  for (shard *s = b->shards; s; s = s->next) broker_wake_fetches(b, s);
+  broker_net_close(b);
+  drain_work *d = calloc(1, sizeof *d);
+  d->b = b;
+  b->drain_appends_before = b->appends_total;
+  d->work.data = d;
+  uv_queue_work(b->loop, &d->work, drain_flush, drain_done);
+}
+
+void broker_handoff_check(broker *b) {
+  if (!b->handing_off || leads_replicated(b)) return;
+  felix_log_event("info", "handed off every replicated shard it led", NULL);
+  drain_flush_start(b);
+}
+
+static void on_handoff_timeout(uv_timer_t *t) {
+  broker *b = t->data;
+  if (!b->handing_off) return;
+  felix_log_event("warn", "hand-off not finished in time: draining anyway (the control plane fails the shards over)", NULL);
+  drain_flush_start(b);
+}
 
 void broker_begin_drain(broker *b, const char *why) {
   if (b->draining) {
@@ -243,14 +278,24 @@ void broker_begin_drain(broker *b, const char *why) {
   uv_timer_init(b->loop, &drain_timer);
   drain_timer.data = b;
   uv_timer_start(&drain_timer, on_drain_timeout, b->cfg.drain_timeout_ms, 0);
-  /* one replica: there is no follower to hand a shard to (replication brings hand-off) */
-  for (shard *s = b->shards; s; s = s->next) broker_wake_fetches(b, s);
-  broker_net_close(b);
-  drain_work *d = calloc(1, sizeof *d);
-  d->b = b;
-  b->drain_appends_before = b->appends_total;
-  d->work.data = d;
-  uv_queue_work(b->loop, &d->work, drain_flush, drain_done);
+  /* §4.9: producers are refused from now on; each replicated shard it
+   * leads is handed to an eligible follower (a new generation through the
+   * fence, whose promise ends our role) before peers are refused. */
+  uv_timer_init(b->loop, &handoff_timer);
+  handoff_timer.data = b;
+  if (b->serving && leads_replicated(b)) {
+    b->handing_off = true;
+    pthread_mutex_lock(&b->mb.mu);
+    b->mb.draining = true;
+    b->mb.inventory_dirty = true; /* wakes the control-plane thread: a heartbeat now */
+    pthread_cond_broadcast(&b->mb.cv);
+    pthread_mutex_unlock(&b->mb.mu);
+    uint32_t wait = b->cfg.drain_timeout_ms / 2;
+    uv_timer_start(&handoff_timer, on_handoff_timeout, wait, 0);
+    felix_log_event("info", "handing off the shards it leads", NULL);
+    return;
+  }
+  drain_flush_start(b);
 }
 
 static void on_signal(uv_signal_t *h, int signum) {

@@ -95,9 +95,9 @@ static void handle_hello(broker *b, conn *c, uint32_t corr, const uint8_t *body,
     snprintf(r.message, sizeof r.message, "%s has no copy of %s/%u", b->cfg.id, h.stream, h.shard);
     return hello_reply(c, corr, &r);
   }
-  if (!b->serving || b->draining) {
+  if (!b->serving || b->peer_refusing) {
     r.status = FELIX_PS_REFUSED;
-    snprintf(r.message, sizeof r.message, "%s is %s", b->cfg.id, b->draining ? "draining" : "starting");
+    snprintf(r.message, sizeof r.message, "%s is %s", b->cfg.id, b->peer_refusing ? "draining" : "starting");
   } else if (take_promise(b, s, &h, &r) == 0) {
     peer_binding *pb = conn_peer(c);
     *pb = (peer_binding){.bound = true, .shard = h.shard, .generation = h.generation};
@@ -228,7 +228,7 @@ static uint16_t check_append(broker *b, conn *c, shard *s, const felix_peer_appe
   if (!binding_current(s, pb) || a->generation != pb->generation || s->leading || s->fencing)
     return snprintf(msg, cap, "%s/%u promised generation %" PRIu64 " to another leader", s->stream, s->index,
                     s->ballot.generation), FELIX_PS_REFUSED;
-  if (b->draining) return snprintf(msg, cap, "%s is draining", b->cfg.id), FELIX_PS_REFUSED;
+  if (b->peer_refusing) return snprintf(msg, cap, "%s is draining", b->cfg.id), FELIX_PS_REFUSED;
   return 0;
 }
 

@@ -429,6 +429,12 @@ static void fence_evaluate(broker *b, shard *s) {
   felix_fence_count(slots, (size_t)n, s->cp_max_hwm, &v);
   if (!v.complete) return;
   if (slots[v.adopt].self) return finish_fence(b, s);
+  if (s->abandon_fence) {
+    /* §4.9: the operator chose this copy; one that promised outranks it. */
+    felix_log_event("warn", "placement abandon: a copy that promised outranks the chosen one; run the dry run again",
+                    "shard", s->dir_name, "outranking", slots[v.adopt].broker, NULL);
+    return;
+  }
   adopt_from(b, s, by_slot[v.adopt]);
 }
 

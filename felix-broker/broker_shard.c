@@ -133,6 +133,7 @@ void shard_stop_leading(broker *b, shard *s, const char *why) {
   if (!was) return;
   broker_fail_fetches(b, s);
   felix_log_event("info", "stopped leading", "shard", s->dir_name, "reason", why, NULL);
+  broker_handoff_check(b);
 }
 
 /* The end of the fence: record generation G, then its start record, which
@@ -202,7 +203,7 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
   snprintf(s->ballot.leader_incarnation, sizeof s->ballot.leader_incarnation, "%s", leader_inc);
   if (shard_write_ballot(s)) return;
   broker_publish_inventory(b);
-  if (names_this_process(b, s, leader, leader_copy, leader_inc)) peer_start_fence(b, s);
+  if (names_this_process(b, s, leader, leader_copy, leader_inc) && !b->draining) peer_start_fence(b, s);
 }
 
 void shard_refuse(broker *b, shard *s, const char *why) {

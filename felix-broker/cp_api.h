@@ -10,5 +10,7 @@
 void cp_api_broker(cp_state *cp, const cp_request *req, char **path, int npath, cp_reply *rep);
 /* cp_operator_api.c: /v1/cluster, /v1/brokers, /v1/streams, /v1/shards */
 void cp_api_operator(cp_state *cp, const cp_request *req, char **path, int npath, cp_reply *rep);
+/* cp_abandon_api.c: POST /v1/shards/{stream}/{shard}/abandon */
+void cp_api_abandon(cp_state *cp, const cp_request *req, const char *stream, const char *shard, cp_reply *rep);
 
 #endif

@@ -32,6 +32,8 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
   cJSON_AddStringToObject(a, "acks", sh->acks);
   cJSON_AddNumberToObject(a, "generation", (double)sh->generation);
   cJSON_AddNumberToObject(a, "max_hwm", (double)sh->max_hwm);
+  /* The generation placement abandon issued: its fence adopts the pinned copy only. */
+  cJSON_AddBoolToObject(a, "abandon", sh->abandon_generation > 0 && sh->abandon_generation == sh->generation);
   cJSON_AddStringToObject(a, "state", sh->state);
   const char *me = sh->slots[slot].broker;
   cJSON_AddStringToObject(a, "role", sh->generation == 0 ? "replica" : !strcmp(sh->leader, me) ? "leader" : "follower");
@@ -199,6 +201,7 @@ static void do_heartbeat(cp_state *cp, const cJSON *o, cp_reply *rep) {
     cp_reply_outcome(rep, &out);
     return;
   }
+  if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "draining"))) cp_note_draining(cp, broker);
   reply_placement(cp, broker, cJSON_CreateObject(), true, rep);
 }
 

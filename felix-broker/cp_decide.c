@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cp_abandon.h"
 #include "cp_log.h"
 #include "cp_state_internal.h"
 #include "felix/fileutil.h"
@@ -122,7 +123,7 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
   size_t cands[FELIX_MAX_REPLICAS], nc = 0;
   for (int i = 0; i < sh->nslots; i++) {
     if (!sh->slots[i].copy_id[0] || sh->slots[i].stranger) return;
-    pb[i] = (felix_place_broker){.id = sh->slots[i].broker, .alive = cp_broker_alive(cp, sh->slots[i].broker)};
+    pb[i] = (felix_place_broker){.id = sh->slots[i].broker, .alive = cp_broker_may_lead(cp, sh->slots[i].broker)};
     if (!pb[i].alive) continue;
     pb[i].leaderships = leaderships_of(cp, pb[i].id);
     cands[nc++] = (size_t)i;
@@ -140,6 +141,9 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err) || !found) return NULL;
   if (!cp_broker_alive(cp, b.id)) {
     snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
+  } else if (cp_broker_draining(cp, b.id)) {
+    if (sh->nslots < 2) return NULL; /* one replica: nobody to hand it to */
+    snprintf(why, cap, "leader %s drains: handing the shard off", b.id);
   } else if (strcmp(b.incarnation, sh->leader_incarnation) != 0) {
     snprintf(why, cap, "leader %s lost: registered again as incarnation %s", b.id, b.incarnation);
   } else {
@@ -173,6 +177,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
     const cp_slot_row *s = &sh->slots[i];
     const cp_inv_entry *e = cp_inventory_find(cp, s->broker, sh->stream_uuid, sh->shard);
     views[i] = (felix_copy_view){.broker = s->broker, .alive = cp_broker_alive(cp, s->broker),
+                                 .draining = cp_broker_draining(cp, s->broker),
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
                                  .last_generation = e ? e->last_generation : 0,
@@ -182,8 +187,16 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
   }
   felix_failover_verdict v;
   int chosen = felix_decide_failover(views, (size_t)sh->nslots, sh->max_hwm, sh->max_hwm_generation, &v);
-  if (chosen >= 0) issue_generation(cp, sh, chosen, lost);
-  else mark_no_caught_up(cp, sh, lost, v.detail);
+  if (chosen >= 0) return issue_generation(cp, sh, chosen, lost);
+  /* §4.7: say what waiting protects, and what abandoning would cost. */
+  char detail[1200];
+  int64_t risk = cp_abandon_estimate(cp, sh);
+  if (risk < 0) snprintf(detail, sizeof detail, "%.1000s; no copy is live", v.detail);
+  else
+    snprintf(detail, sizeof detail,
+             "%.1000s; an estimated %" PRId64 " committed records are at risk unless an excluded copy returns "
+             "(felixctl placement abandon --dry-run)", v.detail, risk);
+  mark_no_caught_up(cp, sh, lost, detail);
 }
 
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {

@@ -411,6 +411,8 @@ void cp_api_operator(cp_state *cp, const cp_request *req, char **path, int npath
     if (method_is(req, "GET,DELETE", rep)) one_stream(cp, req, path[1], rep);
   } else if (!strcmp(r, "shards") && npath == 1) {
     if (method_is(req, "GET", rep)) get_shards(cp, req, rep);
+  } else if (!strcmp(r, "shards") && npath == 4 && !strcmp(path[3], "abandon")) {
+    if (method_is(req, "POST", rep)) cp_api_abandon(cp, req, path[1], path[2], rep);
   } else if (!strcmp(r, "shards") && (npath == 3 || (npath == 4 && !strcmp(path[3], "history")))) {
     if (method_is(req, "GET", rep)) one_shard(cp, path + 1, npath - 1, rep);
   } else {

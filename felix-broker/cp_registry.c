@@ -109,6 +109,7 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   }
   snprintf(incarnation, CP_INC_MAX, "%s", b.incarnation);
   cp_live *l = cp_live_get(cp, b.id, true);
+  if (l) l->draining = false; /* a new process */
   if (!l) return;
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);

@@ -101,6 +101,22 @@ bool cp_broker_alive(cp_state *cp, const char *id) {
   return l && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
 }
 
+bool cp_broker_draining(cp_state *cp, const char *id) {
+  cp_live *l = cp_live_get(cp, id, false);
+  return l && l->draining;
+}
+
+bool cp_broker_may_lead(cp_state *cp, const char *id) {
+  return cp_broker_alive(cp, id) && !cp_broker_draining(cp, id);
+}
+
+void cp_note_draining(cp_state *cp, const char *broker) {
+  cp_live *l = cp_live_get(cp, broker, false);
+  if (!l || l->draining) return;
+  l->draining = true;
+  cp_reevaluate_all(cp);
+}
+
 uint64_t cp_broker_lease_age(cp_state *cp, const char *id) {
   cp_live *l = cp_live_get(cp, id, false);
   return l ? felix_lease_age(l->renewed_ms, cp->clock.now_ms) : cp->clock.now_ms;

@@ -44,6 +44,7 @@ typedef struct cp_live {
   uint64_t renewed_ms;  /* lease clock time of the last renewal */
   bool was_alive;       /* at the previous tick: lapses are noticed once */
   bool inventory_seen;  /* an inventory arrived since this start */
+  bool draining;        /* its heartbeat says it is draining: hand its shards off (§4.9) */
   cp_inv_entry *inv;
   size_t ninv;
 } cp_live;
@@ -80,6 +81,11 @@ void cp_state_close(cp_state *cp);
 void cp_state_tick(cp_state *cp, uint64_t real_now_ms);
 
 bool cp_broker_alive(cp_state *cp, const char *id);
+/* Alive and not draining: may take a role. */
+bool cp_broker_may_lead(cp_state *cp, const char *id);
+bool cp_broker_draining(cp_state *cp, const char *id);
+/* A heartbeat's "draining": true. Re-evaluates the shards it leads. Caller holds mu. */
+void cp_note_draining(cp_state *cp, const char *broker);
 uint64_t cp_broker_lease_age(cp_state *cp, const char *id);
 /* True while a start-up wait for inventories holds back a failover decision. */
 bool cp_waiting_for_inventories(cp_state *cp);

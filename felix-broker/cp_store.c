@@ -45,6 +45,12 @@ static const char *schema_v1 =
     "INSERT INTO schema_version(version) VALUES (1);"
     "PRAGMA user_version = 1;";
 
+/* Version 2: placement abandon marks the generation it issued. */
+static const char *schema_v2 =
+    "ALTER TABLE shards ADD COLUMN abandon_generation INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE schema_version SET version = 2;"
+    "PRAGMA user_version = 2;";
+
 static felix_status db_fail(cp_store *s, felix_err *err, const char *what) {
   return felix_fail(err, FELIX_E_IO, "%s: %s", what, sqlite3_errmsg(s->db));
 }
@@ -74,14 +80,17 @@ static felix_status migrate(cp_store *s, const char *path, felix_err *err) {
                       s->version, CP_SCHEMA_VERSION);
   if (s->version == CP_SCHEMA_VERSION) return FELIX_OK;
   /* Each step runs in its own transaction so a crash leaves a whole version. */
-  felix_status st = exec(s, "BEGIN IMMEDIATE", err);
-  if (st == FELIX_OK) st = exec(s, schema_v1, err);
-  if (st == FELIX_OK) st = exec(s, "COMMIT", err);
-  if (st != FELIX_OK) {
-    sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return st;
+  const char *const steps[] = {schema_v1, schema_v2};
+  for (int v = s->version; v < CP_SCHEMA_VERSION; v++) {
+    felix_status st = exec(s, "BEGIN IMMEDIATE", err);
+    if (st == FELIX_OK) st = exec(s, steps[v], err);
+    if (st == FELIX_OK) st = exec(s, "COMMIT", err);
+    if (st != FELIX_OK) {
+      sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+      return st;
+    }
+    s->version = v + 1;
   }
-  s->version = CP_SCHEMA_VERSION;
   return FELIX_OK;
 }
 
@@ -327,7 +336,7 @@ felix_status cp_store_deleted_uuids(cp_store *s, char (**out)[40], size_t *n, fe
 
 #define SHARD_COLS                                                                                           \
   "h.stream_uuid, s.name, s.replicas, s.acks, h.shard, h.generation, h.seen_generation, h.state, h.leader, " \
-  "h.leader_copy_id, h.leader_incarnation, h.hwm, h.max_hwm, h.max_hwm_generation, h.detail"
+  "h.leader_copy_id, h.leader_incarnation, h.hwm, h.max_hwm, h.max_hwm_generation, h.detail, h.abandon_generation"
 
 static void shard_from(sqlite3_stmt *st, cp_shard_row *r) {
   memset(r, 0, sizeof *r);
@@ -346,6 +355,7 @@ static void shard_from(sqlite3_stmt *st, cp_shard_row *r) {
   r->max_hwm = sqlite3_column_int64(st, 12);
   r->max_hwm_generation = sqlite3_column_int64(st, 13);
   col_text(st, 14, r->detail, sizeof r->detail);
+  r->abandon_generation = sqlite3_column_int64(st, 15);
 }
 
 static felix_status slots_load(cp_store *s, cp_shard_row *r, felix_err *err) {
@@ -391,8 +401,8 @@ static felix_status slot_put(cp_store *s, const cp_shard_row *r, int i, felix_er
 felix_status cp_store_shard_put(cp_store *s, const cp_shard_row *r, felix_err *err) {
   sqlite3_stmt *st;
   if (prep(s, "INSERT OR REPLACE INTO shards(stream_uuid, shard, generation, seen_generation, state, leader,"
-              " leader_copy_id, leader_incarnation, hwm, max_hwm, max_hwm_generation, detail)"
-              " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", &st, err))
+              " leader_copy_id, leader_incarnation, hwm, max_hwm, max_hwm_generation, detail, abandon_generation)"
+              " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", &st, err))
     return err->status;
   bind_text(st, 1, r->stream_uuid);
   sqlite3_bind_int(st, 2, r->shard);
@@ -406,6 +416,7 @@ felix_status cp_store_shard_put(cp_store *s, const cp_shard_row *r, felix_err *e
   sqlite3_bind_int64(st, 10, r->max_hwm);
   sqlite3_bind_int64(st, 11, r->max_hwm_generation);
   bind_text(st, 12, r->detail);
+  sqlite3_bind_int64(st, 13, r->abandon_generation);
   if (finish(s, st, err)) return err->status;
   for (int i = 0; i < r->nslots; i++)
     if (slot_put(s, r, i, err)) return err->status;

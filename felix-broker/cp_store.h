@@ -15,7 +15,7 @@
 #include "felix/error.h"
 #include "felix/placement.h"
 
-#define CP_SCHEMA_VERSION 1
+#define CP_SCHEMA_VERSION 2
 #define CP_ID_MAX 65   /* broker ids, stream names: up to 64 chars */
 #define CP_HEX_MAX 65  /* storage ids, copy ids, boot ids */
 #define CP_INC_MAX 96  /* "<32 hex>.<counter>" */
@@ -67,6 +67,7 @@ typedef struct cp_shard_row {
   char leader_copy_id[CP_HEX_MAX];
   char leader_incarnation[CP_INC_MAX];
   int64_t hwm, max_hwm, max_hwm_generation;
+  int64_t abandon_generation; /* the generation `placement abandon` issued (its fence adopts the chosen copy only) */
   char detail[1200];
   int nslots;
   cp_slot_row slots[FELIX_MAX_REPLICAS];

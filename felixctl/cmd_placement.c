@@ -1,7 +1,11 @@
 /* cmd_placement.c — `felixctl placement history STREAM/SHARD`
- * (GET /v1/shards/{stream}/{shard}/history). `placement abandon` arrives
- * with replication. */
+ * (GET /v1/shards/{stream}/{shard}/history) and `felixctl placement abandon`
+ * (POST /v1/shards/{stream}/{shard}/abandon, DESIGN.md §4.9): the operator's
+ * escape for a stuck shard. Abandon acts only on --yes with the generation and
+ * copy a dry run showed, so a stale command cannot act on a shard that moved. */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "felixctl.h"
 
@@ -34,4 +38,95 @@ const ctl_command ctl_cmd_placement_history = {
             "With -o json, prints the control plane's array of {id, ts, kind, stream,\n"
             "shard, generation, broker, message}.\n",
     .run = placement_history,
+};
+
+static void print_abandon(const cJSON *j, bool dry_run) {
+  char b1[64], b2[64], b3[64], b4[64], b5[64];
+  const cJSON *ch = cJSON_GetObjectItemCaseSensitive(j, "chosen");
+  const char *stream = ctl_field(j, "stream", b1), *shard = ctl_field(j, "shard", b2), *gen = ctl_field(j, "generation", b3);
+  const char *dig = ctl_field(j, "digest", b4), *expect = ctl_field(ch, "expect_copy", b5);
+  char c1[64], c2[64];
+  printf("%s %s/%s on %s (copy %s)%s%s\n", dry_run ? "would re-place" : "re-placed", stream, shard,
+         ctl_field(ch, "broker", c1), ctl_field(ch, "copy_id", c2), dry_run ? "" : " at generation ", dry_run ? "" : gen);
+  printf("committed records at risk: %s of %s (an estimate from the control plane's maximum HWM)\n",
+         ctl_field(j, "records_at_risk", c1), ctl_field(j, "max_hwm", c2));
+  printf("copies (digest of the live ones %s):\n", dig);
+  const cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(j, "copies")) {
+    char b[64], id[64], lg[64], le[64], k[64];
+    printf("  %-10s copy %-32s %-4s rank (%s, %s) keeps %s\n", ctl_field(c, "broker", b), ctl_field(c, "copy_id", id),
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "live")) ? "live" : "down", ctl_field(c, "last_generation", lg),
+           ctl_field(c, "log_end", le), ctl_field(c, "keeps", k));
+  }
+  if (dry_run)
+    printf("to act: felixctl placement abandon %s/%s --yes --expect-generation %s --expect-copy %s --expect-digest %s\n",
+           stream, shard, gen, expect, dig);
+}
+
+static int placement_abandon(const ctl_opts *o) {
+  char stream[128], path[512];
+  uint32_t shard;
+  int rc = ctl_shard_arg(o->args[0], stream, sizeof stream, &shard);
+  if (rc || (rc = ctl_shard_path(stream, shard, "/abandon", path, sizeof path))) return rc;
+  bool expects = (o->given & CTL_F_EXPECT_GENERATION) && (o->given & CTL_F_EXPECT_COPY);
+  if (!o->dry_run && !(o->yes && expects))
+    return ctl_error(FELIX_EXIT_REFUSED,
+                     "run it with --dry-run first, then with --yes and the --expect-generation and --expect-copy it prints",
+                     "refusing to abandon %s/%u without --yes, --expect-generation and --expect-copy", stream, shard);
+  cJSON *body = cJSON_CreateObject();
+  cJSON_AddBoolToObject(body, "dry_run", o->dry_run);
+  if (!o->dry_run) {
+    cJSON_AddNumberToObject(body, "expect_generation", (double)o->expect_generation);
+    cJSON_AddStringToObject(body, "expect_copy", o->expect_copy);
+    if (o->expect_digest) cJSON_AddStringToObject(body, "expect_digest", o->expect_digest);
+  }
+  char *text = cJSON_PrintUnformatted(body);
+  cJSON_Delete(body);
+  ctl_reply r;
+  rc = ctl_http(o, "POST", path, text, &r);
+  free(text);
+  if (rc) return rc;
+  if (o->format == CTL_JSON) ctl_print_body(&r);
+  else print_abandon(r.json, o->dry_run);
+  ctl_reply_free(&r);
+  return FELIX_EXIT_OK;
+}
+
+const ctl_command ctl_cmd_placement_abandon = {
+    .group = "placement",
+    .verb = "abandon",
+    .nargs = 1,
+    .flags = CTL_F_DRY_RUN | CTL_F_YES | CTL_F_EXPECT_GENERATION | CTL_F_EXPECT_COPY | CTL_F_EXPECT_DIGEST,
+    .usage = "placement abandon STREAM/SHARD [--dry-run] [--yes --expect-generation N --expect-copy BROKER:COPY "
+             "[--expect-digest D]]",
+    .summary = "re-place a stuck shard on the live copy with the fewest records at risk",
+    .help = "\n"
+            "The operator's escape for a shard stuck at NoCaughtUpReplica (or one\n"
+            "whose every trusted copy is gone): the control plane picks the live copy\n"
+            "with the fewest committed records at risk, whatever its ids, and issues a\n"
+            "new generation pinned on it. Committed records that copy lacks are lost:\n"
+            "the history says how many, and the shard's maximum HWM is lowered.\n"
+            "\n"
+            "  --dry-run               show the copy it would keep, the records at risk,\n"
+            "                          every live copy with its rank, and a digest of them\n"
+            "  --yes                   act (needs the two --expect flags)\n"
+            "  --expect-generation N   the generation the dry run showed\n"
+            "  --expect-copy B:COPY    the copy the dry run chose, as it printed it\n"
+            "  --expect-digest D       the live copies the dry run saw (optional)\n"
+            "\n"
+            "It is refused (exit 4) without --yes, when the shard's generation, the\n"
+            "chosen copy or (with --expect-digest) the live copies are no longer what\n"
+            "the dry run showed, while the control plane waits for inventories after\n"
+            "a start, and when no copy is live. The new leader's fence still needs a\n"
+            "majority of promises and adopts the chosen copy only (it waits, Fencing,\n"
+            "if a copy that promised outranks it: run the dry run again). A broker\n"
+            "that was destroyed is replaced by starting a new one under the same\n"
+            "broker id on an empty directory: it joins as a stranger and can promise.\n"
+            "Recorded in placement history (kind abandoned).\n"
+            "\n"
+            "With -o json, prints the control plane's answer: {stream, shard, dry_run,\n"
+            "generation, max_hwm, records_at_risk, digest, chosen {broker, copy_id,\n"
+            "expect_copy}, copies [{broker, copy_id, live, last_generation, log_end,\n"
+            "keeps}]}.\n",
+    .run = placement_abandon,
 };

@@ -41,6 +41,10 @@ enum {
   CTL_F_FROM = 1u << 6,
   CTL_F_COUNT = 1u << 7,
   CTL_F_FOLLOW = 1u << 8,
+  CTL_F_DRY_RUN = 1u << 9,
+  CTL_F_EXPECT_GENERATION = 1u << 10,
+  CTL_F_EXPECT_COPY = 1u << 11,
+  CTL_F_EXPECT_DIGEST = 1u << 12,
 };
 
 typedef struct ctl_opts {
@@ -55,7 +59,9 @@ typedef struct ctl_opts {
   const char *acks;  /* "quorum" | "leader" | "all" when given */
   const char *state; /* a shard state name when given */
   uint64_t from, count;
-  bool yes, follow;
+  bool yes, follow, dry_run;
+  uint64_t expect_generation;
+  const char *expect_copy, *expect_digest;
 } ctl_opts;
 
 typedef struct ctl_command {
@@ -75,7 +81,7 @@ extern const ctl_command ctl_cmd_broker_list, ctl_cmd_broker_describe;
 extern const ctl_command ctl_cmd_stream_create, ctl_cmd_stream_list, ctl_cmd_stream_describe,
     ctl_cmd_stream_delete;
 extern const ctl_command ctl_cmd_shard_list, ctl_cmd_shard_describe;
-extern const ctl_command ctl_cmd_placement_history;
+extern const ctl_command ctl_cmd_placement_history, ctl_cmd_placement_abandon;
 extern const ctl_command ctl_cmd_produce, ctl_cmd_consume;
 extern const ctl_command ctl_cmd_completion, ctl_cmd_version;
 

@@ -18,7 +18,8 @@
 static const ctl_command *const commands[] = {
     &ctl_cmd_cluster_status,  &ctl_cmd_broker_list,    &ctl_cmd_broker_describe, &ctl_cmd_stream_create,
     &ctl_cmd_stream_list,     &ctl_cmd_stream_describe, &ctl_cmd_stream_delete,  &ctl_cmd_shard_list,
-    &ctl_cmd_shard_describe,  &ctl_cmd_placement_history, &ctl_cmd_produce,      &ctl_cmd_consume,
+    &ctl_cmd_shard_describe,  &ctl_cmd_placement_history, &ctl_cmd_placement_abandon, &ctl_cmd_produce,
+    &ctl_cmd_consume,
     &ctl_cmd_completion,      &ctl_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -26,6 +27,7 @@ static const ctl_command *const commands[] = {
 enum flag_id {
   FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
   FL_SHARDS, FL_REPLICAS, FL_ACKS, FL_YES, FL_STATE, FL_SHARD, FL_FROM, FL_COUNT, FL_FOLLOW,
+  FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST,
   FL_N
 };
 
@@ -52,6 +54,10 @@ static const flag_def flags[FL_N] = {
     [FL_FROM] = {"--from", NULL, true, CTL_F_FROM},
     [FL_COUNT] = {"--count", NULL, true, CTL_F_COUNT},
     [FL_FOLLOW] = {"--follow", NULL, false, CTL_F_FOLLOW},
+    [FL_DRY_RUN] = {"--dry-run", NULL, false, CTL_F_DRY_RUN},
+    [FL_EXPECT_GENERATION] = {"--expect-generation", NULL, true, CTL_F_EXPECT_GENERATION},
+    [FL_EXPECT_COPY] = {"--expect-copy", NULL, true, CTL_F_EXPECT_COPY},
+    [FL_EXPECT_DIGEST] = {"--expect-digest", NULL, true, CTL_F_EXPECT_DIGEST},
 };
 
 /* What the scan of argv found, before anything is interpreted. */
@@ -256,6 +262,15 @@ static int command_flags(const ctl_command *c, const scanned *s, ctl_opts *o) {
   o->state = v[FL_STATE];
   o->yes = s->seen[FL_YES];
   o->follow = s->seen[FL_FOLLOW];
+  o->dry_run = s->seen[FL_DRY_RUN];
+  if (s->seen[FL_EXPECT_GENERATION] && !ctl_parse_u64(v[FL_EXPECT_GENERATION], INT64_MAX, &o->expect_generation))
+    return value_error(c, "--expect-generation", v[FL_EXPECT_GENERATION], "a generation number");
+  if (s->seen[FL_EXPECT_COPY] && (!strchr(v[FL_EXPECT_COPY], ':') || strlen(v[FL_EXPECT_COPY]) > 160))
+    return value_error(c, "--expect-copy", v[FL_EXPECT_COPY], "BROKER:COPY_ID as the dry run prints it");
+  if (s->seen[FL_EXPECT_DIGEST] && strlen(v[FL_EXPECT_DIGEST]) != 16)
+    return value_error(c, "--expect-digest", v[FL_EXPECT_DIGEST], "the 16-character digest the dry run prints");
+  o->expect_copy = v[FL_EXPECT_COPY];
+  o->expect_digest = v[FL_EXPECT_DIGEST];
   for (int id = FL_SHARDS; id < FL_N; id++) {
     if ((c->required & flags[id].bit) && !s->seen[id]) {
       char hint[160];

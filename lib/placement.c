@@ -64,6 +64,8 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
   why[0] = '\0';
   if (!c->alive) {
     snprintf(why, cap, "lease lapsed");
+  } else if (c->draining) {
+    snprintf(why, cap, "its broker is draining");
   } else if (!c->slot_copy_id || !c->slot_copy_id[0] || c->stranger) {
     snprintf(why, cap, "a stranger: copy id changed (storage id rotated or directory made anew), not measured by an active leader since");
   } else if (c->has_inventory && strcmp(c->inv_copy_id, c->slot_copy_id) != 0) {
@@ -106,6 +108,51 @@ int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_h
     int w = snprintf(out->detail + used, sizeof out->detail - used, "%s%s: %s", used ? "; " : "",
                      copies[i].broker, out->reason[i]);
     if (w > 0 && (size_t)w < sizeof out->detail - used) used += (size_t)w;
+  }
+  return out->chosen;
+}
+
+static int64_t abandon_kept(const felix_abandon_copy *c, int64_t max_hwm, int64_t max_hwm_generation) {
+  (void)max_hwm_generation; /* already folded into leaves_at by the caller */
+  int64_t k = c->log_end < max_hwm ? c->log_end : max_hwm;
+  if (c->leaves_at >= 0 && c->leaves_at < k) k = c->leaves_at;
+  return k < 0 ? 0 : k;
+}
+
+static void digest_add(uint64_t *h, const char *s) {
+  for (; *s; s++) *h = (*h ^ (uint8_t)*s) * 1099511628211ull; /* FNV-1a */
+  *h = (*h ^ ';') * 1099511628211ull;
+}
+
+int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm, int64_t max_hwm_generation,
+                         felix_abandon_verdict *out) {
+  memset(out, 0, sizeof *out);
+  out->chosen = -1;
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n && i < FELIX_MAX_REPLICAS; i++) {
+    if (!c[i].live) continue;
+    out->kept[i] = abandon_kept(&c[i], max_hwm, max_hwm_generation);
+    char rank[64];
+    snprintf(rank, sizeof rank, "%" PRId64 ":%" PRId64, c[i].last_generation, c[i].log_end);
+    digest_add(&h, c[i].broker);
+    digest_add(&h, c[i].copy_id);
+    digest_add(&h, rank);
+    if (out->chosen < 0) {
+      out->chosen = (int)i;
+      continue;
+    }
+    const felix_abandon_copy *b = &c[out->chosen];
+    int64_t kb = out->kept[out->chosen];
+    bool better = out->kept[i] != kb ? out->kept[i] > kb
+                  : c[i].last_generation != b->last_generation ? c[i].last_generation > b->last_generation
+                  : c[i].log_end != b->log_end ? c[i].log_end > b->log_end
+                  : strcmp(c[i].broker, b->broker) < 0;
+    if (better) out->chosen = (int)i;
+  }
+  snprintf(out->digest, sizeof out->digest, "%016" PRIx64, h);
+  if (out->chosen >= 0) {
+    int64_t r = max_hwm - out->kept[out->chosen];
+    out->at_risk = r > 0 ? r : 0;
   }
   return out->chosen;
 }

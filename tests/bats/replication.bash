@@ -53,7 +53,7 @@ power_cut() {
 # many of the lines were, in order, even when it fails).
 produce_acked() {
   local out n
-  out=$(seq "$1" "$2" | "$CTL" -o json produce r --shard 0 ${3:+--acks "$3"} 2>>"$C/produce.err") || true
+  out=$(seq "$1" "$2" | "$CTL" -o json produce r --shard 0 ${3:+--acks "$3"} 2>>"$C/produce.log") || true
   n=$(echo "$out" | jget 'sum(x["count"] for x in [j])' 2>/dev/null || echo 0)
   seq "$1" "$2" | head -n "${n:-0}" >>"$C/acked"
   [ "${n:-0}" -eq $(($2 - $1 + 1)) ]

@@ -312,3 +312,80 @@ scenario_7() {
   produce_acked 61 80
   acked_readable
 }
+
+@test "13: a rolling restart of all three brokers under steady production: nothing lost, each shard handed off" {
+  rcluster_up
+  ( for k in $(seq 0 29); do produce_acked $((k * 20 + 1)) $((k * 20 + 20)) || true; done ) &
+  producer=$!
+  for n in 1 2 3; do
+    wait_until 30 shard_is r/0 Active
+    led=$(leader_of)
+    stop_process "b$n" TERM
+    grep -q 'msg="drained: run-state state=stopped"' "$C/b$n.log"
+    if [ "$led" = "b$n" ]; then
+      grep -q 'msg="handed off every replicated shard it led"' "$C/b$n.log"
+      grep -q "leader b$n drains: handing the shard off" "$C/cp.log"
+    fi
+    rbroker_start "$n"
+    wait_until 60 brokers_alive 3
+    wait_until 60 caught_up "b$n"
+  done
+  wait "$producer"
+  ! grep -q "lease of b[123] lapsed" "$C/cp.log" # every move was a hand-off, none waited for a lease
+  acked_readable # publishes refused during a move were not acknowledged, and none acknowledged was lost
+  produce_acked 601 700 # and after the restarts the shard takes writes with no operator
+  acked_readable
+}
+
+@test "1 abandon: the stuck shard is re-placed by the operator on the copy with the fewest records at risk, which are reported" {
+  idle_shard_record_on_leader_and_victim
+  wait_until 60 shard_is r/0 NoCaughtUpReplica
+  wait_until 30 brokers_alive 2
+  wait_until 30 grep -q "copy .* of r/0 on $V joins as a stranger" "$C/cp.log"
+  g=$(shard_generation r/0)
+  run -4 "$CTL" placement abandon r/0 # no --yes: refused
+  [[ $output == *"refusing to abandon r/0"* ]]
+  run -0 "$CTL" -o json placement abandon r/0 --dry-run
+  dry=$output
+  [ "$(echo "$dry" | jget 'j["records_at_risk"]')" -eq 1 ] # the record only the dead leader holds
+  copy=$(echo "$dry" | jget 'j["chosen"]["expect_copy"]')
+  digest=$(echo "$dry" | jget 'j["digest"]')
+  [ "$(shard_generation r/0)" -eq "$g" ] # a dry run changes nothing
+  run -4 "$CTL" placement abandon r/0 --yes --expect-generation $((g + 7)) --expect-copy "$copy"
+  [[ $output == *"refused: the shard is at generation $g"* ]]
+  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
+  [[ $output == *"re-placed r/0 on"* ]] || fail "$output"
+  wait_until 60 shard_is r/0 Active
+  run -0 "$CTL" placement history r/0
+  [[ $output == *"1 committed records are at risk"* ]]
+  run -4 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" # stale: refused
+  : >"$C/acked" # the operator accepted losing the record; from here nothing acknowledged is lost
+  : >"$C/seen"
+  produce_acked 2 50
+  acked_readable
+}
+
+@test "11: the whole rack loses power: NoCaughtUpReplica with an estimate, never a silently short copy; abandon recovers it" {
+  rcluster_up "${LONG[@]}"
+  produce_acked 1 40
+  wait_until 30 hwm_at_least 41
+  for n in 1 2 3; do power_cut "$n"; done
+  for n in 1 2 3; do rbroker_start "$n" "${LONG[@]}"; done
+  wait_until 60 brokers_alive 3
+  wait_until 60 shard_is r/0 NoCaughtUpReplica
+  for n in 1 2 3; do wait_until 30 grep -q "copy .* of r/0 on b$n joins as a stranger" "$C/cp.log"; done
+  wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q 'committed records are at risk'"
+  run "$CTL" consume r --shard 0 --count 1
+  [ "$status" -ne 0 ] # stuck, not served short
+  run -0 "$CTL" -o json placement abandon r/0 --dry-run
+  g=$(echo "$output" | jget 'j["generation"]')
+  copy=$(echo "$output" | jget 'j["chosen"]["expect_copy"]')
+  risk=$(echo "$output" | jget 'j["records_at_risk"]')
+  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy"
+  wait_until 60 shard_is r/0 Active
+  grep -q "$risk committed records are at risk" "$C/cp.log"
+  : >"$C/acked" # what the operator gave up is counted in the history; from here nothing is lost
+  : >"$C/seen"
+  produce_acked 41 80
+  acked_readable
+}

@@ -37,6 +37,7 @@ size_t felix_pick_first_leader(const felix_place_broker *b, const size_t *cands,
 typedef struct felix_copy_view {
   const char *broker;
   bool alive;              /* its broker's lease is valid */
+  bool draining;           /* its broker is draining: it takes no new role */
   const char *slot_copy_id; /* the copy id the slot records; NULL/"" = none (forgotten) */
   bool stranger;           /* the slot's copy joined under a new identity, never measured */
   bool has_inventory;      /* the broker's inventory lists this shard */
@@ -65,6 +66,30 @@ typedef struct felix_failover_verdict {
  * measurement). Returns out->chosen. */
 int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_hwm,
                           int64_t hwm_generation, felix_failover_verdict *out);
+
+/* ---- placement abandon (§4.9) ---- */
+
+typedef struct felix_abandon_copy {
+  const char *broker, *copy_id;
+  bool live;                /* lease valid and its inventory lists the shard */
+  int64_t log_end, last_generation;
+  int64_t leaves_at;        /* where its history certainly leaves the last leader's: the start of its first
+                               generation above max_hwm_generation, or -1 when it has none */
+} felix_abandon_copy;
+
+typedef struct felix_abandon_verdict {
+  int chosen;                          /* -1: no live copy */
+  int64_t kept[FELIX_MAX_REPLICAS];    /* per copy: committed records it keeps (an estimate) */
+  int64_t at_risk;                     /* of the chosen copy: max_hwm - kept, never negative */
+  char digest[17];                     /* of every live copy and its rank: a dry run's answer must still hold */
+} felix_abandon_verdict;
+
+/* Picks the live copy with the fewest committed records at risk, whatever
+ * its ids; ties by rank, then broker id. kept = min(log_end, max_hwm), cut
+ * at leaves_at: an estimate from what the control plane knows of the last
+ * leader's history (its max HWM and that record's generation). */
+int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm, int64_t max_hwm_generation,
+                         felix_abandon_verdict *out);
 
 /* The next generation: one above anything stored or seen. */
 int64_t felix_next_generation(int64_t stored, int64_t seen);
