@@ -50,8 +50,13 @@ $(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/li
 $(BUILD)/felix-broker: $(BROKER_SRC) $(wildcard felix-broker/*.h) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(BROKER_SRC) $(BUILD)/libfelix.a $(NETLIBS) $(LDLIBS) -o $@
 
-$(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a
-	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses $(LDLIBS) -o $@
+$(BUILD)/gen/felixctl_completions.h: completions/felixctl.bash completions/_felixctl completions/felixctl.fish scripts/embed.sh
+	@mkdir -p $(@D)
+	@{ sh scripts/embed.sh bash_script completions/felixctl.bash && sh scripts/embed.sh zsh_script completions/_felixctl && \
+	   sh scripts/embed.sh fish_script completions/felixctl.fish; } >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a $(BUILD)/gen/felixctl_completions.h
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -I$(BUILD)/gen $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses $(LDLIBS) -o $@
 
 # The power-cut tools of tests/faults/ (see its README): an LD_PRELOAD sync
 # recorder, the powercut command, and a small writer for their own tests.

@@ -9,7 +9,7 @@ _felixctl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
     local global_opts="--control-plane --token-file -o --output --timeout-ms -h --help --version"
-    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count"
+    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count|--expect-generation|--expect-copy|--expect-digest"
 
     case $prev in
     --token-file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
@@ -40,7 +40,7 @@ _felixctl() {
     broker) subs="list describe" ;;
     stream) subs="create list describe delete" ;;
     shard) subs="list describe" ;;
-    placement) subs="history" ;;
+    placement) subs="history abandon" ;;
     completion) [[ -z $verb ]] && subs="bash zsh fish" ;;
     produce) opts="--shard --acks" ;;
     consume) opts="--shard --from --count --follow" ;;
@@ -49,6 +49,7 @@ _felixctl() {
     "stream create") opts="--shards --replicas --acks" ;;
     "stream delete") opts="--yes" ;;
     "shard list") opts="--state" ;;
+    "placement abandon") opts="--dry-run --yes --expect-generation --expect-copy --expect-digest" ;;
     esac
 
     if [[ $cur == -* ]]; then

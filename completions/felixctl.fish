@@ -17,7 +17,7 @@ complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a cluster -
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a broker -d 'List brokers or describe one'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a stream -d 'Create, list, describe or delete streams'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a shard -d 'List shards or describe one'
-complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a placement -d "Show a shard's placement history"
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a placement -d "A shard's placement history, or abandon a stuck shard"
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a produce -d 'Publish stdin, one record per line'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a consume -d "Print a shard's records, one per line"
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a completion -d 'Print a shell completion script'
@@ -32,7 +32,8 @@ complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and not __fish_seen_subcommand_from create list describe delete" -a delete -d 'Delete a stream'
 complete -c felixctl -n "__fish_seen_subcommand_from shard; and not __fish_seen_subcommand_from list describe" -a list -d 'List shards'
 complete -c felixctl -n "__fish_seen_subcommand_from shard; and not __fish_seen_subcommand_from list describe" -a describe -d 'Describe one shard'
-complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history" -a history -d "A shard's event history"
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history abandon" -a history -d "A shard's event history"
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history abandon" -a abandon -d 'Re-place a stuck shard'
 complete -c felixctl -n "__fish_seen_subcommand_from completion; and not __fish_seen_subcommand_from bash zsh fish" -a 'bash zsh fish'
 
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l shards -x -d 'Number of shards'
@@ -40,6 +41,11 @@ complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_sub
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l acks -x -a 'quorum leader all' -d 'Ack policy'
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from delete" -l yes -d 'Delete without asking'
 complete -c felixctl -n "__fish_seen_subcommand_from shard; and __fish_seen_subcommand_from list" -l state -x -a 'Active Fencing NoCaughtUpReplica' -d 'Only shards in this state'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l dry-run -d 'Show the copy it would keep'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l yes -d 'Act on what the dry run showed'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l expect-generation -x -d 'The generation the dry run showed'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l expect-copy -x -d 'The copy the dry run chose'
+complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l expect-digest -x -d 'The live copies the dry run saw'
 complete -c felixctl -n "__fish_seen_subcommand_from produce" -l shard -x -d 'Publish to this shard only'
 complete -c felixctl -n "__fish_seen_subcommand_from produce" -l acks -x -a 'quorum leader all' -d 'Ack policy'
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l shard -x -d 'The shard to read'

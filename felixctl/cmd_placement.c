@@ -109,7 +109,7 @@ const ctl_command ctl_cmd_placement_abandon = {
             "\n"
             "  --dry-run               show the copy it would keep, the records at risk,\n"
             "                          every live copy with its rank, and a digest of them\n"
-            "  --yes                   act (needs the two --expect flags)\n"
+            "  --yes                   act (with --expect-generation and --expect-copy)\n"
             "  --expect-generation N   the generation the dry run showed\n"
             "  --expect-copy B:COPY    the copy the dry run chose, as it printed it\n"
             "  --expect-digest D       the live copies the dry run saw (optional)\n"

@@ -15,7 +15,7 @@ UNREACHABLE=http://127.0.0.1:1
 # Every command as "felixctl --help" lists it (group and verb).
 COMMANDS=(
   "cluster status" "broker list" "broker describe" "stream create" "stream list"
-  "stream describe" "stream delete" "shard list" "shard describe" "placement history"
+  "stream describe" "stream delete" "shard list" "shard describe" "placement history" "placement abandon"
   "produce" "consume" "completion" "version"
 )
 
@@ -323,4 +323,31 @@ need_shell() {
     assert_line -- "$opt"
   done
   refute_line -- --shards
+}
+
+@test "placement abandon: refused (exit 4) without --yes and both --expect flags, before asking the control plane" {
+  run -4 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0
+  [[ $stderr == *"refusing to abandon s/0 without --yes, --expect-generation and --expect-copy"* ]] || fail "$stderr"
+  [[ $stderr == *"hint: run it with --dry-run first"* ]] || fail "$stderr"
+  run -4 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0 --yes --expect-generation 3
+  run -2 --separate-stderr ctl placement abandon s/0 --yes --expect-generation 3 --expect-copy nocolon
+  [[ $stderr == *"--expect-copy: 'nocolon'"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl placement abandon s/0 --dry-run --expect-digest short
+  [[ $stderr == *"--expect-digest"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl placement abandon s/0 --expect-generation x
+  [[ $stderr == *"--expect-generation: 'x'"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl placement history s/0 --dry-run # another command's flag
+  # --dry-run asks the control plane (exit 5 when it is unreachable)
+  run -5 --separate-stderr ctl --control-plane "$UNREACHABLE" --token-file "$W/token" placement abandon s/0 --dry-run
+}
+
+@test "completions: placement offers history and abandon, and abandon's flags, in bash, zsh and fish" {
+  run -0 complete_bash placement ""
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "abandon history "
+  run -0 complete_bash placement abandon s/0 --
+  for opt in --dry-run --yes --expect-generation --expect-copy --expect-digest; do assert_line -- "$opt"; done
+  grep -q -- "--expect-digest\[" "$COMP_DIR/_felixctl"
+  grep -q "(history abandon)" "$COMP_DIR/_felixctl"
+  grep -q -- "-l expect-copy" "$COMP_DIR/felixctl.fish"
+  grep -q -- "-a abandon" "$COMP_DIR/felixctl.fish"
 }
