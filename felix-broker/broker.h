@@ -56,6 +56,7 @@ typedef struct shard {
   felix_ballot ballot;
   felix_generations gens;
   bool refused;          /* failed recovery: reported, never served */
+  bool gone;             /* refused because its directory was deleted: the control plane makes a new copy */
   char refused_why[512];
   /* leadership: valid only while the ballot names this process at `generation` */
   bool leading;
@@ -200,6 +201,9 @@ typedef struct peer_binding {
   char leader[128], leader_copy_id[FELIX_COPY_ID_HEX + 1], leader_incarnation[128];
 } peer_binding;
 peer_binding *conn_peer(conn *c);
+/* Closes the peer connections bound to a copy that is gone: its leader
+ * handshakes again at once and measures what replaced it. */
+void broker_net_close_peers(broker *b, const char *stream_uuid, uint32_t index);
 /* Outbound connections to peers (the leader side). */
 int broker_parse_addr(const char *addr, struct sockaddr_storage *ss);
 

@@ -46,6 +46,17 @@ static cJSON *copy_json(const shard *s) {
 void broker_publish_inventory(broker *b) {
   cJSON *arr = cJSON_CreateArray();
   for (shard *s = b->shards; s; s = s->next) {
+    if (s->refused && s->gone) { /* say so: the control plane forgets it and asks for a new copy */
+      cJSON *j = cJSON_CreateObject();
+      cJSON_AddStringToObject(j, "stream", s->stream);
+      cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
+      cJSON_AddNumberToObject(j, "shard", s->index);
+      cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
+      cJSON_AddNumberToObject(j, "log_end", 0);
+      cJSON_AddTrueToObject(j, "gone");
+      cJSON_AddItemToArray(arr, j);
+      continue;
+    }
     if (s->refused) continue;
     cJSON *j = copy_json(s);
     cJSON_AddNumberToObject(j, "ballot_generation", (double)s->ballot.generation);
@@ -114,6 +125,10 @@ static void apply_one(broker *b, const cJSON *a) {
   const char *stream = str_of(a, "stream"), *uuid = str_of(a, "stream_uuid");
   uint32_t index = (uint32_t)num_of(a, "shard");
   shard *s = broker_find_shard_uuid(b, uuid, index);
+  if (s && s->gone && s->pending_held == 0 && cJSON_IsTrue(cJSON_GetObjectItem(a, "create_copy"))) {
+    shard_delete(b, s); /* what is left of a deleted directory: a new copy replaces it */
+    s = NULL;
+  }
   if (!s && cJSON_IsTrue(cJSON_GetObjectItem(a, "create_copy"))) {
     if (shard_create_copy(b, stream, index, uuid) == 0) broker_publish_inventory(b);
     s = broker_find_shard_uuid(b, uuid, index);

@@ -125,7 +125,7 @@ static void on_metrics_timer(uv_timer_t *t) {
     if (!s->log || s->refused) continue;
     felix_log_stats st;
     felix_log_get_stats(s->log, &st);
-    if (st.dir_gone) shard_refuse(b, s, "its directory was deleted");
+    if (st.dir_gone || felix_log_dir_deleted(s->log)) shard_refuse(b, s, "its directory was deleted");
     else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
   }
   if (b->inventory_stale && !b->stopping) {

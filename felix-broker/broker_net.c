@@ -180,6 +180,12 @@ int broker_net_listen(broker *b) {
   return 0;
 }
 
+void broker_net_close_peers(broker *b, const char *stream_uuid, uint32_t index) {
+  (void)b;
+  for (conn *c = all_conns; c; c = c->next)
+    if (c->peer.bound && c->peer.shard == index && !strcmp(c->peer.stream_uuid, stream_uuid)) conn_close(c);
+}
+
 void broker_net_close(broker *b) {
   if (uv_is_active((uv_handle_t *)&b->server) && !uv_is_closing((uv_handle_t *)&b->server))
     uv_close((uv_handle_t *)&b->server, NULL);

@@ -210,6 +210,10 @@ void shard_refuse(broker *b, shard *s, const char *why) {
   if (s->refused) return;
   shard_stop_leading(b, s, why);
   s->refused = true;
+  felix_log_stats st = {0};
+  if (s->log) felix_log_get_stats(s->log, &st);
+  s->gone = st.dir_gone;
+  broker_net_close_peers(b, s->ballot.stream_uuid, s->index);
   snprintf(s->refused_why, sizeof s->refused_why, "%.500s", why);
   felix_log_event("error", "shard copy refused", "shard", s->dir_name, "reason", why, NULL);
   broker_publish_inventory(b);

@@ -29,13 +29,23 @@ static bool judge(cp_state *cp, const cp_shard_row *sh, felix_abandon_copy *c, c
     const cp_inv_entry *e = cp_inventory_find(cp, sh->slots[i].broker, sh->stream_uuid, sh->shard);
     inv[i] = e;
     c[i] = (felix_abandon_copy){.broker = sh->slots[i].broker, .copy_id = e ? e->copy_id : "",
-                                .live = e && cp_broker_alive(cp, sh->slots[i].broker), .leaves_at = -1};
+                                .live = e && !e->gone && cp_broker_alive(cp, sh->slots[i].broker), .leaves_at = -1};
     if (!e) continue;
+    const cp_slot_row *s = &sh->slots[i];
     c[i].log_end = e->log_end;
     c[i].last_generation = e->last_generation;
     c[i].leaves_at = leaves_at(e, sh->max_hwm_generation);
+    int64_t end = c[i].leaves_at >= 0 && c[i].leaves_at < e->log_end ? c[i].leaves_at : e->log_end;
+    if (end > sh->max_hwm) end = sh->max_hwm;
+    c[i].generation_before = end > 0 ? cp_inv_generation_at(e, end - 1) : 0;
+    c[i].proven = !strcmp(s->copy_id, e->copy_id) && !s->stranger ? s->floor : 0;
   }
-  return felix_choose_abandon(c, (size_t)sh->nslots, sh->max_hwm, sh->max_hwm_generation, v) >= 0;
+  /* The digest also covers what would make an old dry run wrong: the max
+   * HWM, and the pinned leader process and whether it is alive. */
+  char ctx[400];
+  snprintf(ctx, sizeof ctx, "%" PRId64 ":%" PRId64 ":%s:%s:%s:%d", sh->max_hwm, sh->max_hwm_generation, sh->leader,
+           sh->leader_copy_id, sh->leader_incarnation, sh->leader[0] ? cp_broker_alive(cp, sh->leader) : 0);
+  return felix_choose_abandon(c, (size_t)sh->nslots, sh->max_hwm, sh->max_hwm_generation, ctx, v) >= 0;
 }
 
 static void fill_result(const cp_shard_row *sh, const felix_abandon_copy *c, const felix_abandon_verdict *v,
@@ -69,9 +79,9 @@ static bool expectations_hold(const cp_shard_row *sh, const cp_abandon_req *q, c
   if (!q->expect_copy || strcmp(q->expect_copy, want) != 0)
     return cp_outcome_fail(out, 409, hint, "refused: the copy to keep is now %s, not %s", want,
                            q->expect_copy ? q->expect_copy : "(none given)"), false;
-  if (q->expect_digest && strcmp(q->expect_digest, v->digest) != 0)
-    return cp_outcome_fail(out, 409, hint, "refused: the live copies changed (digest %s, not %s)", v->digest,
-                           q->expect_digest), false;
+  if (!q->expect_digest || strcmp(q->expect_digest, v->digest) != 0)
+    return cp_outcome_fail(out, 409, hint, "refused: the live copies or the leader changed (digest %s, not %s)",
+                           v->digest, q->expect_digest ? q->expect_digest : "(none given)"), false;
   return true;
 }
 
@@ -99,12 +109,14 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
   if (next.hwm > kept) next.hwm = kept;
   for (int i = 0; i < next.nslots; i++) {
     cp_slot_row *s = &next.slots[i];
-    if (inv[i] && cp_broker_alive(cp, s->broker)) {
+    if (inv[i] && !inv[i]->gone && cp_broker_alive(cp, s->broker)) {
+      /* Named so that its promise counts; trusted again only once the new
+       * Active leader measures it (rule 5): nothing here vouches for it. */
       snprintf(s->copy_id, sizeof s->copy_id, "%s", inv[i]->copy_id);
       s->stranger = false;
-      s->confirmed = inv[i]->log_end < kept ? inv[i]->log_end : kept;
+      s->confirmed = i == k ? kept : 0;
     }
-    if (s->floor > kept) s->floor = kept;
+    if (s->floor > v->kept[i]) s->floor = v->kept[i];
   }
   if (cp_store_begin(cp->store, &err) || cp_store_shard_put(cp->store, &next, &err) ||
       cp_store_pin_insert(cp->store, &next, (int64_t)(felix_now_micros() / 1000000u), &err) ||
@@ -136,6 +148,9 @@ void cp_abandon(cp_state *cp, const cp_abandon_req *q, cp_abandon_result *r, cp_
   if (cp_store_stream_by_name(cp->store, q->stream, &stream, &found, &err) == FELIX_OK && found)
     cp_store_shard_get(cp->store, stream.uuid, q->shard, &sh, &found, &err);
   if (!found) return cp_outcome_fail(out, 404, "felixctl shard list shows the shards", "shard %s/%d does not exist", q->stream, q->shard);
+  if (!strcmp(sh.state, "Active"))
+    return cp_outcome_fail(out, 409, "placement abandon is for a shard stuck at NoCaughtUpReplica or Fencing",
+                           "refused: %s/%d is Active at generation %" PRId64, q->stream, q->shard, sh.generation);
   if (cp_waiting_for_inventories(cp))
     return cp_outcome_fail(out, 409, "retry once every broker has re-sent its inventory (felixctl cluster status)",
                            "refused: the control plane started recently and is still waiting for inventories");

@@ -49,7 +49,7 @@ void cp_api_abandon(cp_state *cp, const cp_request *req, const char *stream, con
   bool ok = o && cpj_bool(o, "dry_run", false, &q.dry_run, why, sizeof why) &&
             cpj_int(o, "expect_generation", !q.dry_run, 0, INT64_MAX, &q.expect_generation, why, sizeof why) &&
             cpj_string(o, "expect_copy", !q.dry_run, 200, &q.expect_copy, why, sizeof why) &&
-            cpj_string(o, "expect_digest", false, 16, &q.expect_digest, why, sizeof why);
+            cpj_string(o, "expect_digest", !q.dry_run, 16, &q.expect_digest, why, sizeof why);
   if (!ok) {
     cJSON_Delete(o);
     return cp_reply_error(rep, 400, "see docs/control-plane-api.md", "%s", why);

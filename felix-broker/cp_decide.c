@@ -33,6 +33,19 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   int i = slot_of(sh, b->id);
   if (i < 0 || !felix_hex_valid(e->copy_id, 32)) return changed;
   cp_slot_row *s = &sh->slots[i];
+  if (e->gone) {
+    /* §3.2: a copy whose directory was deleted is gone for good; the slot
+     * forgets it, so the broker makes a new copy — a stranger (§4.4). */
+    if (strcmp(s->copy_id, e->copy_id) != 0) return changed;
+    cp_event_add(cp, "copy_gone", sh, b->id, sh->generation, err,
+                 "copy %s of %s/%d on %s is gone (its directory was deleted): the slot forgets it and a new copy "
+                 "is made, a stranger until an active leader measures it", e->copy_id, sh->stream, sh->shard, b->id);
+    s->copy_id[0] = '\0';
+    s->stranger = true;
+    s->confirmed = 0;
+    s->floor = 0;
+    return true;
+  }
   bool fresh_shard = sh->generation == 0 && e->log_end == 0;
   if (at_start && !strcmp(s->copy_id, e->copy_id) && !s->stranger && e->log_end < s->floor) {
     /* §4.5: the copy's own inventory under unchanged ids shows less than it

@@ -138,7 +138,8 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
             cpj_int(e, "log_end", true, 0, INT64_MAX, &x->log_end, why, cap) &&
             cpj_int(e, "last_generation", false, 0, INT64_MAX, &x->last_generation, why, cap) &&
             cpj_int(e, "ballot_generation", false, 0, INT64_MAX, &x->ballot_generation, why, cap) &&
-            cpj_string(e, "ballot_leader", false, 64, &bleader, why, cap);
+            cpj_string(e, "ballot_leader", false, 64, &bleader, why, cap) &&
+            cpj_bool(e, "gone", false, &x->gone, why, cap);
   if (ok && !cp_valid_hex32(copy)) {
     snprintf(why, cap, "field copy_id is '%s', must be 32 lowercase hex characters", copy);
     ok = false;

@@ -30,6 +30,7 @@ typedef struct cp_inv_entry {
   char copy_id[CP_HEX_MAX];
   int64_t log_start, log_end, last_generation, ballot_generation;
   char ballot_leader[CP_ID_MAX];
+  bool gone;                 /* the copy's directory was deleted under the broker: it holds nothing */
   int ngens;                 /* the copy's generations file: (generation, start offset) */
   int64_t gens[CP_MAX_GENS][2];
 } cp_inv_entry;

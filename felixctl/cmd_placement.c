@@ -68,17 +68,17 @@ static int placement_abandon(const ctl_opts *o) {
   uint32_t shard;
   int rc = ctl_shard_arg(o->args[0], stream, sizeof stream, &shard);
   if (rc || (rc = ctl_shard_path(stream, shard, "/abandon", path, sizeof path))) return rc;
-  bool expects = (o->given & CTL_F_EXPECT_GENERATION) && (o->given & CTL_F_EXPECT_COPY);
+  bool expects = (o->given & CTL_F_EXPECT_GENERATION) && (o->given & CTL_F_EXPECT_COPY) && (o->given & CTL_F_EXPECT_DIGEST);
   if (!o->dry_run && !(o->yes && expects))
-    return ctl_error(FELIX_EXIT_REFUSED,
-                     "run it with --dry-run first, then with --yes and the --expect-generation and --expect-copy it prints",
-                     "refusing to abandon %s/%u without --yes, --expect-generation and --expect-copy", stream, shard);
+    return ctl_error(FELIX_EXIT_REFUSED, "run it with --dry-run first, then with the --yes command it prints",
+                     "refusing to abandon %s/%u without --yes, --expect-generation, --expect-copy and --expect-digest",
+                     stream, shard);
   cJSON *body = cJSON_CreateObject();
   cJSON_AddBoolToObject(body, "dry_run", o->dry_run);
   if (!o->dry_run) {
     cJSON_AddNumberToObject(body, "expect_generation", (double)o->expect_generation);
     cJSON_AddStringToObject(body, "expect_copy", o->expect_copy);
-    if (o->expect_digest) cJSON_AddStringToObject(body, "expect_digest", o->expect_digest);
+    cJSON_AddStringToObject(body, "expect_digest", o->expect_digest);
   }
   char *text = cJSON_PrintUnformatted(body);
   cJSON_Delete(body);
@@ -98,7 +98,7 @@ const ctl_command ctl_cmd_placement_abandon = {
     .nargs = 1,
     .flags = CTL_F_DRY_RUN | CTL_F_YES | CTL_F_EXPECT_GENERATION | CTL_F_EXPECT_COPY | CTL_F_EXPECT_DIGEST,
     .usage = "placement abandon STREAM/SHARD [--dry-run] [--yes --expect-generation N --expect-copy BROKER:COPY "
-             "[--expect-digest D]]",
+             "--expect-digest D]",
     .summary = "re-place a stuck shard on the live copy with the fewest records at risk",
     .help = "\n"
             "The operator's escape for a shard stuck at NoCaughtUpReplica (or one\n"
@@ -109,15 +109,16 @@ const ctl_command ctl_cmd_placement_abandon = {
             "\n"
             "  --dry-run               show the copy it would keep, the records at risk,\n"
             "                          every live copy with its rank, and a digest of them\n"
-            "  --yes                   act (with --expect-generation and --expect-copy)\n"
+            "  --yes                   act (with the three --expect-* flags below)\n"
             "  --expect-generation N   the generation the dry run showed\n"
             "  --expect-copy B:COPY    the copy the dry run chose, as it printed it\n"
-            "  --expect-digest D       the live copies the dry run saw (optional)\n"
+            "  --expect-digest D       the digest the dry run printed: the live copies,\n"
+            "                          their ranks, the max HWM and the leader it saw\n"
             "\n"
             "It is refused (exit 4) without --yes, when the shard's generation, the\n"
-            "chosen copy or (with --expect-digest) the live copies are no longer what\n"
-            "the dry run showed, while the control plane waits for inventories after\n"
-            "a start, and when no copy is live. The new leader's fence still needs a\n"
+            "chosen copy or the digest are no longer what the dry run showed, when\n"
+            "the shard is Active, while the control plane waits for inventories\n"
+            "after a start, and when no copy is live. The new leader's fence still needs a\n"
             "majority of promises and adopts the chosen copy only (it waits, Fencing,\n"
             "if a copy that promised outranks it: run the dry run again). A broker\n"
             "that was destroyed is replaced by starting a new one under the same\n"

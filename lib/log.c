@@ -71,6 +71,15 @@ bool log_dir_gone(felix_log *log) {
   return fstat(log->dirfd, &sb) != 0 || sb.st_nlink == 0;
 }
 
+bool felix_log_dir_deleted(felix_log *log) {
+  if (!log_dir_gone(log)) return false;
+  pthread_mutex_lock(&log->mu);
+  if (!log->sync_error) log->sync_error = ENOENT; /* never acknowledge into an unlinked file */
+  log->dir_gone = true;
+  pthread_mutex_unlock(&log->mu);
+  return true;
+}
+
 /* One sync round. Called and returns with mu held; releases it meanwhile. */
 void log_sync_round(felix_log *log) {
   log->sync_in_flight = true;

@@ -113,9 +113,9 @@ int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_h
 }
 
 static int64_t abandon_kept(const felix_abandon_copy *c, int64_t max_hwm, int64_t max_hwm_generation) {
-  (void)max_hwm_generation; /* already folded into leaves_at by the caller */
   int64_t k = c->log_end < max_hwm ? c->log_end : max_hwm;
   if (c->leaves_at >= 0 && c->leaves_at < k) k = c->leaves_at;
+  if (k > 0 && c->generation_before != max_hwm_generation) k = c->proven < k ? c->proven : k;
   return k < 0 ? 0 : k;
 }
 
@@ -125,10 +125,11 @@ static void digest_add(uint64_t *h, const char *s) {
 }
 
 int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm, int64_t max_hwm_generation,
-                         felix_abandon_verdict *out) {
+                         const char *context, felix_abandon_verdict *out) {
   memset(out, 0, sizeof *out);
   out->chosen = -1;
   uint64_t h = 1469598103934665603ull;
+  digest_add(&h, context ? context : "");
   for (size_t i = 0; i < n && i < FELIX_MAX_REPLICAS; i++) {
     if (!c[i].live) continue;
     out->kept[i] = abandon_kept(&c[i], max_hwm, max_hwm_generation);

@@ -207,6 +207,26 @@ scenario_3() {
   acked_readable
 }
 
+@test "6: a follower's shard directory deleted while it runs: the copy is refused, a new one made at once, copied and trusted" {
+  rcluster_up
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1
+  produce_acked 1 200
+  wait_until 30 caught_up "$F"
+  old=$(replica_field "$F" copy_id)
+  rm -rf "$C/$F"/shards/r_0-*
+  wait_until 30 grep -q "copy $old of r/0 on $F is gone" "$C/cp.log"
+  wait_until 30 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
+  wait_until 60 grep -q "on $F: stranger copy .* trusted" "$C/cp.log"
+  wait_until 30 caught_up "$F"
+  [ "$(replica_field "$F" copy_id)" != "$old" ]
+  produce_acked 201 250
+  seg=$(ls "$C/$F"/shards/r_0-*/00000000000000000000.log)
+  wait_until 30 bash -c "'$FELIX_BUILD/felix-inspect' --json dump '$seg' | grep -c '\"payload_len\":[1-9]' | grep -qx 250"
+  acked_readable
+}
+
 scenario_7() {
   rcluster_up "$@"
   L=$(leader_of)
@@ -351,14 +371,16 @@ scenario_7() {
   copy=$(echo "$dry" | jget 'j["chosen"]["expect_copy"]')
   digest=$(echo "$dry" | jget 'j["digest"]')
   [ "$(shard_generation r/0)" -eq "$g" ] # a dry run changes nothing
-  run -4 "$CTL" placement abandon r/0 --yes --expect-generation $((g + 7)) --expect-copy "$copy"
+  run -4 "$CTL" placement abandon r/0 --yes --expect-generation $((g + 7)) --expect-copy "$copy" --expect-digest "$digest"
   [[ $output == *"refused: the shard is at generation $g"* ]]
+  run -4 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest 0123456789abcdef
+  [[ $output == *"refused: the live copies or the leader changed"* ]]
   run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
   [[ $output == *"re-placed r/0 on"* ]] || fail "$output"
   wait_until 60 shard_is r/0 Active
   run -0 "$CTL" placement history r/0
   [[ $output == *"1 committed records are at risk"* ]]
-  run -4 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" # stale: refused
+  run -4 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest" # stale
   : >"$C/acked" # the operator accepted losing the record; from here nothing acknowledged is lost
   : >"$C/seen"
   produce_acked 2 50
@@ -381,11 +403,75 @@ scenario_7() {
   g=$(echo "$output" | jget 'j["generation"]')
   copy=$(echo "$output" | jget 'j["chosen"]["expect_copy"]')
   risk=$(echo "$output" | jget 'j["records_at_risk"]')
-  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy"
+  digest=$(echo "$output" | jget 'j["digest"]')
+  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
   wait_until 60 shard_is r/0 Active
   grep -q "$risk committed records are at risk" "$C/cp.log"
   : >"$C/acked" # what the operator gave up is counted in the history; from here nothing is lost
   : >"$C/seen"
   produce_acked 41 80
   acked_readable
+}
+
+# A deposed leader L holding a longer tail of generation 1 that was never
+# acknowledged (its followers were down), while generation 2 commits other
+# records at the same offsets.
+deposed_leader_with_a_longer_old_tail() {
+  rcluster_up
+  produce_acked 1 10
+  wait_until 30 hwm_at_least 11
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1 W=$2
+  wait_until 30 caught_up "$F"
+  wait_until 30 caught_up "$W"
+  stop_process "$F" KILL
+  stop_process "$W" KILL
+  seq 1001 1030 | timeout 5 "$CTL" produce r --shard 0 >/dev/null 2>>"$C/produce.log" || true # no quorum: never acknowledged
+  seg=$(ls "$C/$L"/shards/r_0-*/00000000000000000000.log)
+  wait_until 30 bash -c "'$FELIX_BUILD/felix-inspect' --json dump '$seg' | grep -c '\"payload_len\":[1-9]' | grep -qx 40"
+  stop_process "$L" KILL
+  rbroker_start "${F#b}"
+  rbroker_start "${W#b}"
+  wait_until 60 generation_above r/0 1
+  wait_until 60 shard_is r/0 Active
+  produce_acked 11 30
+  wait_until 30 hwm_at_least 32
+  acked_readable
+}
+
+@test "10: a deposed leader's longer old-generation tail never beats the next generation's committed records" {
+  deposed_leader_with_a_longer_old_tail
+  rbroker_start "${L#b}" # same boot: ids kept, rank (1, 41) against the leader's (2, 32)
+  wait_until 60 caught_up "$L"
+  grep -q "msg=\"truncated a divergent suffix\" shard=r_0-[0-9a-f]* offset=11" "$C/$L.log"
+  stop_process "$(leader_of)" KILL # the returned copy is now needed for any majority
+  wait_until 60 generation_above r/0 2
+  wait_until 60 shard_is r/0 Active
+  acked_readable
+  ! read_all | grep -q ' 10[0-9][0-9]$' # the never-acknowledged tail is gone everywhere
+}
+
+@test "10 abandon: a deposed leader's old tail is not counted as kept: the records at risk are reported" {
+  deposed_leader_with_a_longer_old_tail
+  stop_process "$F" KILL
+  stop_process "$W" KILL
+  rm -rf "${C:?}/$W" # W's machine is destroyed: a new broker under its id on an empty directory
+  rbroker_start "${L#b}"
+  rbroker_start "${W#b}"
+  wait_until 60 shard_is r/0 NoCaughtUpReplica
+  wait_until 30 grep -q "copy .* of r/0 on $W joins as a stranger" "$C/cp.log"
+  wait_until 30 bash -c "'$CTL' -o json placement abandon r/0 --dry-run | grep -q '\"live\":true.*\"live\":true'"
+  run -0 "$CTL" -o json placement abandon r/0 --dry-run
+  [ "$(echo "$output" | jget 'j["chosen"]["broker"]')" = "$L" ]
+  risk=$(echo "$output" | jget 'j["records_at_risk"]')
+  [ "$risk" -ge 21 ] # records 11..30 and generation 2's start record: only 0..10 are known to be on L
+  g=$(echo "$output" | jget 'j["generation"]')
+  copy=$(echo "$output" | jget 'j["chosen"]["expect_copy"]')
+  digest=$(echo "$output" | jget 'j["digest"]')
+  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
+  wait_until 60 shard_is r/0 Active
+  read_all >"$C/after"
+  missing=$(python3 -c 'import sys; a=[l.strip() for l in open(sys.argv[1]) if l.strip()]; r={l.split(" ",1)[1] for l in open(sys.argv[2]).read().splitlines() if l}; print(sum(1 for x in a if x not in r))' "$C/acked" "$C/after")
+  [ "$missing" -le "$risk" ] # never more lost than the operator was told
 }

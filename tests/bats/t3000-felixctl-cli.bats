@@ -327,9 +327,9 @@ need_shell() {
 
 @test "placement abandon: refused (exit 4) without --yes and both --expect flags, before asking the control plane" {
   run -4 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0
-  [[ $stderr == *"refusing to abandon s/0 without --yes, --expect-generation and --expect-copy"* ]] || fail "$stderr"
+  [[ $stderr == *"refusing to abandon s/0 without --yes, --expect-generation, --expect-copy and --expect-digest"* ]] || fail "$stderr"
   [[ $stderr == *"hint: run it with --dry-run first"* ]] || fail "$stderr"
-  run -4 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0 --yes --expect-generation 3
+  run -4 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0 --yes --expect-generation 3 --expect-copy b1:c
   run -2 --separate-stderr ctl placement abandon s/0 --yes --expect-generation 3 --expect-copy nocolon
   [[ $stderr == *"--expect-copy: 'nocolon'"* ]] || fail "$stderr"
   run -2 --separate-stderr ctl placement abandon s/0 --dry-run --expect-digest short

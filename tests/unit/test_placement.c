@@ -256,6 +256,45 @@ static void lease_clock_stands_still_while_paused(void **s) {
   assert_int_equal(c.now_ms, 300);
 }
 
+/* ---- placement abandon (§4.9) ---- */
+
+static void abandon_keeps_most_of_the_committed_history(void **s) {
+  (void)s;
+  /* max HWM 32 at generation 2. b1 holds (1, 41): an old leader's longer
+   * tail of generation 1, proven only to 11; b2 holds (2, 20) on the
+   * history; b3 is a fresh stranger. */
+  felix_abandon_copy c[] = {
+      {.broker = "b1", .copy_id = "c1", .live = true, .log_end = 41, .last_generation = 1, .leaves_at = -1,
+       .generation_before = 1, .proven = 11},
+      {.broker = "b2", .copy_id = "c2", .live = true, .log_end = 20, .last_generation = 2, .leaves_at = -1,
+       .generation_before = 2, .proven = 0},
+      {.broker = "b3", .copy_id = "c3", .live = true, .log_end = 0, .leaves_at = -1},
+  };
+  felix_abandon_verdict v;
+  assert_int_equal(felix_choose_abandon(c, 3, 32, 2, "ctx", &v), 1);
+  assert_int_equal(v.kept[0], 11);
+  assert_int_equal(v.kept[1], 20);
+  assert_int_equal(v.at_risk, 12);
+  /* A copy that went on in a newer generation keeps only up to where it left. */
+  c[1].log_end = 40, c[1].last_generation = 3, c[1].leaves_at = 25;
+  assert_int_equal(felix_choose_abandon(c, 3, 32, 2, "ctx", &v), 1);
+  assert_int_equal(v.kept[1], 25);
+  assert_int_equal(v.at_risk, 7);
+  /* Down copies are never chosen; the digest moves with the context. */
+  char d1[17];
+  snprintf(d1, sizeof d1, "%s", v.digest);
+  c[1].live = false;
+  assert_int_equal(felix_choose_abandon(c, 3, 32, 2, "ctx", &v), 0);
+  assert_string_not_equal(v.digest, d1);
+  c[1].live = true;
+  felix_choose_abandon(c, 3, 32, 2, "other", &v);
+  assert_string_not_equal(v.digest, d1);
+  felix_choose_abandon(c, 3, 32, 2, "ctx", &v);
+  assert_string_equal(v.digest, d1);
+  felix_abandon_copy none[] = {{.broker = "b1", .live = false}};
+  assert_int_equal(felix_choose_abandon(none, 1, 5, 1, "", &v), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(place_picks_distinct_alive_brokers),
@@ -273,6 +312,7 @@ int main(void) {
       cmocka_unit_test(report_active_only_past_generation_start),
       cmocka_unit_test(report_never_lowers_max_hwm),
       cmocka_unit_test(report_seq_must_grow),
+      cmocka_unit_test(abandon_keeps_most_of_the_committed_history),
       cmocka_unit_test(lease_expires_after_lease_ms_of_running),
       cmocka_unit_test(lease_clock_stands_still_while_paused),
   };

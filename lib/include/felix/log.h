@@ -141,6 +141,9 @@ typedef struct felix_log_stats {
 } felix_log_stats;
 
 void felix_log_get_stats(felix_log *log, felix_log_stats *out);
+/* True when the shard directory was deleted under the open log (an idle log
+ * notices only here or at its next write or sync); marks the log gone. */
+bool felix_log_dir_deleted(felix_log *log);
 felix_fsync_mode felix_log_mode(const felix_log *log);
 
 #endif

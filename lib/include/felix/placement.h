@@ -75,21 +75,26 @@ typedef struct felix_abandon_copy {
   int64_t log_end, last_generation;
   int64_t leaves_at;        /* where its history certainly leaves the last leader's: the start of its first
                                generation above max_hwm_generation, or -1 when it has none */
+  int64_t generation_before; /* generation of its record just below min(leaves_at or log_end, max_hwm) (0: none) */
+  int64_t proven;           /* its floor when its copy id is the slot's and not a stranger, else 0 */
 } felix_abandon_copy;
 
 typedef struct felix_abandon_verdict {
   int chosen;                          /* -1: no live copy */
   int64_t kept[FELIX_MAX_REPLICAS];    /* per copy: committed records it keeps (an estimate) */
   int64_t at_risk;                     /* of the chosen copy: max_hwm - kept, never negative */
-  char digest[17];                     /* of every live copy and its rank: a dry run's answer must still hold */
+  char digest[17];                     /* of context, every live copy and its rank: a dry run's answer must still hold */
 } felix_abandon_verdict;
 
 /* Picks the live copy with the fewest committed records at risk, whatever
- * its ids; ties by rank, then broker id. kept = min(log_end, max_hwm), cut
- * at leaves_at: an estimate from what the control plane knows of the last
- * leader's history (its max HWM and that record's generation). */
+ * its ids; ties by rank, then broker id. What a copy keeps of the committed
+ * history: up to min(log_end, max_hwm) cut at leaves_at when its record
+ * there is of max_hwm_generation (a copy holding records of a generation
+ * holds that generation's leader's history below them); otherwise only what
+ * it was proven to hold (its floor), since where an older generation ended
+ * on the committed history is not known here. */
 int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm, int64_t max_hwm_generation,
-                         felix_abandon_verdict *out);
+                         const char *context, felix_abandon_verdict *out);
 
 /* The next generation: one above anything stored or seen. */
 int64_t felix_next_generation(int64_t stored, int64_t seen);
