@@ -205,12 +205,12 @@ static cell_result run_cell(const char *address, const char *stream, uint32_t sh
 }
 
 static void print_header(void) {
-  printf("%-10s %5s %5s %7s %11s %9s %9s %9s %9s %6s\n", "mode", "batch", "conns", "payload", "records/s", "MB/s",
+  printf("%-16s %5s %5s %7s %11s %9s %9s %9s %9s %6s\n", "mode", "batch", "conns", "payload", "records/s", "MB/s",
          "p50_us", "p99_us", "publishes", "failed");
 }
 
 static void print_row(const char *label, const cell *c, const cell_result *r) {
-  printf("%-10s %5u %5u %7" PRIu32 " %11.0f %9.1f %9.0f %9.0f %9" PRIu64 " %6" PRIu64 "\n", label, c->batch, c->conns,
+  printf("%-16s %5u %5u %7" PRIu32 " %11.0f %9.1f %9.0f %9.0f %9" PRIu64 " %6" PRIu64 "\n", label, c->batch, c->conns,
          c->payload, (double)r->records / r->secs, (double)r->records * c->payload / r->secs / 1e6, r->p50_us,
          r->p99_us, r->publishes, r->failed);
   fflush(stdout);

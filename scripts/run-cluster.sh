@@ -38,7 +38,7 @@ Try, from another terminal:
   export FELIX_CONTROL_PLANE=http://127.0.0.1:7070 FELIX_TOKEN_FILE=$RUN/control-plane.db.admin-token
   $BUILD/felixctl cluster status
   $BUILD/felixctl broker list
-  $BUILD/felixctl stream create orders --shards 3 --replicas 1
+  $BUILD/felixctl stream create orders --shards 3 --replicas 3
   $BUILD/felixctl shard list
   seq 1 1000 | $BUILD/felixctl produce orders --shard 0
   $BUILD/felixctl consume orders --shard 0 --count 5

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "felix/wire.h"
+#include "felix/wire_peer.h"
 
 static void check_publish(const uint8_t *d, size_t n) {
   felix_publish_req req;
@@ -28,7 +29,38 @@ static void check_fetch(const uint8_t *d, size_t n) {
   felix_buf_free(&b);
 }
 
+/* The replication frames (wire_peer.h): requests round-trip too. */
+static void check_peer(const uint8_t *d, size_t n) {
+  static felix_peer_hello h;
+  static felix_peer_hello_reply hr;
+  static felix_peer_append a;
+  static felix_peer_append_reply ar;
+  static felix_peer_read q;
+  static felix_peer_read_reply qr;
+  felix_buf b = {0};
+  if (felix_peer_hello_decode(d, n, &h, NULL) == FELIX_OK) {
+    felix_peer_hello_encode(&b, 7, &h);
+    if (b.len != n + FELIX_WIRE_HEADER || memcmp(b.data + FELIX_WIRE_HEADER, d, n) != 0) abort();
+    felix_buf_free(&b);
+  }
+  if (felix_peer_append_decode(d, n, &a, NULL) == FELIX_OK) {
+    felix_peer_append_encode(&b, 7, &a);
+    if (b.len != n + FELIX_WIRE_HEADER || memcmp(b.data + FELIX_WIRE_HEADER, d, n) != 0) abort();
+    felix_buf_free(&b);
+    felix_peer_append_free(&a);
+  }
+  if (felix_peer_read_decode(d, n, &q, NULL) == FELIX_OK) {
+    felix_peer_read_encode(&b, 7, &q);
+    if (b.len != n + FELIX_WIRE_HEADER || memcmp(b.data + FELIX_WIRE_HEADER, d, n) != 0) abort();
+    felix_buf_free(&b);
+  }
+  (void)felix_peer_hello_reply_decode(d, n, &hr, NULL);
+  (void)felix_peer_append_reply_decode(d, n, &ar, NULL);
+  if (felix_peer_read_reply_decode(d, n, &qr, NULL) == FELIX_OK) felix_peer_append_free(&qr.body);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) {
+  check_peer(d, n);
   check_publish(d, n);
   check_fetch(d, n);
   char stream[128];
