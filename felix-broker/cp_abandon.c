@@ -130,6 +130,7 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
     return cp_outcome_store_error(out, &err);
   }
   *sh = next;
+  cp_fence_watch_start(cp, sh);
 }
 
 int64_t cp_abandon_estimate(cp_state *cp, const cp_shard_row *sh) {

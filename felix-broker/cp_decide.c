@@ -116,6 +116,7 @@ static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
     return;
   }
   *sh = next;
+  cp_fence_watch_start(cp, sh);
 }
 
 static int leaderships_of(cp_state *cp, const char *broker) {
@@ -191,6 +192,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
     const cp_inv_entry *e = cp_inventory_find(cp, s->broker, sh->stream_uuid, sh->shard);
     views[i] = (felix_copy_view){.broker = s->broker, .alive = cp_broker_alive(cp, s->broker),
                                  .draining = cp_broker_draining(cp, s->broker),
+                                 .passed_over = cp_passed_over(cp, sh, s->broker),
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
                                  .last_generation = e ? e->last_generation : 0,
@@ -212,6 +214,26 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
   mark_no_caught_up(cp, sh, lost, detail);
 }
 
+/* §4.6: a fence that has not completed within a lease is a trigger; that
+ * leader-elect is passed over for two leases. Watched on the lease clock, so
+ * a paused control plane never fires it. */
+static const char *fence_timed_out(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
+  if (strcmp(sh->state, "Fencing") != 0) return NULL;
+  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, true);
+  if (!w) return NULL;
+  if (w->generation != sh->generation) { /* first seen Fencing since a start */
+    cp_fence_watch_start(cp, sh);
+    return NULL;
+  }
+  if (w->fired || cp->clock.now_ms - w->since_ms <= cp->lease_ms) return NULL;
+  w->fired = true;
+  snprintf(w->passed_over, sizeof w->passed_over, "%s", sh->leader);
+  w->passed_until_ms = cp->clock.now_ms + 2 * cp->lease_ms;
+  snprintf(why, cap, "the fence of generation %" PRId64 " on %s did not complete within a lease: %s is passed over for a while",
+           sh->generation, sh->leader, sh->leader);
+  return why;
+}
+
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
   if (sh->generation == 0) {
     issue_first(cp, sh);
@@ -219,6 +241,7 @@ void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
   }
   char why[300];
   const char *lost = leader_lost(cp, sh, why, sizeof why);
+  if (!lost && !cp_shard_waiting(cp, sh)) lost = fence_timed_out(cp, sh, why, sizeof why);
   if (!lost || cp_shard_waiting(cp, sh)) return; /* §4.8: no decision before inventories */
   failover(cp, sh, lost);
 }

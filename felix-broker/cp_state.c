@@ -91,6 +91,9 @@ void cp_state_close(cp_state *cp) {
   free(cp->live);
   cp->live = NULL;
   cp->nlive = cp->caplive = 0;
+  free(cp->watches);
+  cp->watches = NULL;
+  cp->nwatch = cp->capwatch = 0;
   cp_store_close(cp->store);
   cp->store = NULL;
   pthread_mutex_destroy(&cp->mu);
@@ -183,7 +186,46 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
     cp_log("info", "start-up wait for inventories ended", NULL);
     changed = true;
   }
-  if (changed) cp_reevaluate_all(cp);
+  if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
+}
+
+cp_fence_watch *cp_fence_watch_get(cp_state *cp, const char *stream_uuid, int shard, bool create) {
+  for (size_t i = 0; i < cp->nwatch; i++)
+    if (cp->watches[i].shard == shard && !strcmp(cp->watches[i].stream_uuid, stream_uuid)) return &cp->watches[i];
+  if (!create) return NULL;
+  if (cp->nwatch == cp->capwatch) {
+    size_t nc = cp->capwatch ? cp->capwatch * 2 : 16;
+    cp_fence_watch *nw = realloc(cp->watches, nc * sizeof *nw);
+    if (!nw) return NULL;
+    cp->watches = nw;
+    cp->capwatch = nc;
+  }
+  cp_fence_watch *w = &cp->watches[cp->nwatch++];
+  memset(w, 0, sizeof *w);
+  snprintf(w->stream_uuid, sizeof w->stream_uuid, "%s", stream_uuid);
+  w->shard = shard;
+  return w;
+}
+
+void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
+  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, true);
+  if (!w) return;
+  w->generation = sh->generation;
+  w->since_ms = cp->clock.now_ms;
+  w->fired = false;
+}
+
+bool cp_fence_watch_due(cp_state *cp) {
+  for (size_t i = 0; i < cp->nwatch; i++) {
+    const cp_fence_watch *w = &cp->watches[i];
+    if (w->generation > 0 && !w->fired && cp->clock.now_ms - w->since_ms > cp->lease_ms) return true;
+  }
+  return false;
+}
+
+bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker) {
+  const cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, false);
+  return w && !strcmp(w->passed_over, broker) && cp->clock.now_ms < w->passed_until_ms;
 }
 
 void cp_reevaluate_all(cp_state *cp) {

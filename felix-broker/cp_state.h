@@ -50,6 +50,19 @@ typedef struct cp_live {
   size_t ninv;
 } cp_live;
 
+/* A shard whose generation is Fencing, watched on the lease clock (§4.6: a
+ * fence not complete within a lease is a trigger, and that leader-elect is
+ * passed over for a while). Memory only: a restart watches afresh. */
+typedef struct cp_fence_watch {
+  char stream_uuid[40];
+  int shard;
+  int64_t generation;
+  uint64_t since_ms;
+  bool fired;
+  char passed_over[CP_ID_MAX];
+  uint64_t passed_until_ms;
+} cp_fence_watch;
+
 typedef struct cp_state {
   bool open; /* between cp_state_open and cp_state_close */
   pthread_mutex_t mu;
@@ -61,6 +74,8 @@ typedef struct cp_state {
   bool grace_over;    /* the post-start wait for inventories has ended */
   cp_live *live;
   size_t nlive, caplive;
+  cp_fence_watch *watches;
+  size_t nwatch, capwatch;
 } cp_state;
 
 /* The HTTP status and error sentence of an operation that did not succeed. */

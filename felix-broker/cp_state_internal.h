@@ -23,6 +23,14 @@ void cp_outcome_store_error(cp_outcome *o, const felix_err *err);
 /* Decides one shard (cp_decide.c): generation 1 once its copies exist, a
  * failover when its leader is lost. Commits whatever it decides. */
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh);
+/* The fence watch of a shard (created when asked), or NULL. */
+cp_fence_watch *cp_fence_watch_get(cp_state *cp, const char *stream_uuid, int shard, bool create);
+/* Starts watching the fence of sh's (new) generation. */
+void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh);
+/* True when some watched fence has outlived a lease and not yet fired. */
+bool cp_fence_watch_due(cp_state *cp);
+/* True while broker is passed over for this shard after its fence timed out. */
+bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker);
 /* Records copies an inventory lists for slots that have none (cp_decide.c). */
 /* at_start: the inventory a process sent with its registration, taken before
  * it answered any peer — the only one that can show lost writes, since a

@@ -109,7 +109,7 @@ const ctl_command ctl_cmd_placement_abandon = {
             "\n"
             "  --dry-run               show the copy it would keep, the records at risk,\n"
             "                          every live copy with its rank, and a digest of them\n"
-            "  --yes                   act (with the three --expect-* flags below)\n"
+            "  --yes                   act (with the three flags below)\n"
             "  --expect-generation N   the generation the dry run showed\n"
             "  --expect-copy B:COPY    the copy the dry run chose, as it printed it\n"
             "  --expect-digest D       the digest the dry run printed: the live copies,\n"

@@ -281,6 +281,36 @@ static void heartbeat_inventory_below_floor_is_not_a_loss(void **state) {
   assert_string_equal(sh.state, "Active");
 }
 
+/* §4.6: a fence not complete within a lease (on the lease clock) is a
+ * trigger; the leader-elect is passed over, and with no other copy the shard
+ * says so; a later report of the still-pinned leader makes it Active. */
+static void fence_not_complete_within_a_lease_passes_the_leader_elect_over(void **state) {
+  fx *f = *state;
+  bring_up(f, 12);
+  cp_inv_entry e = inv(f, COPY0, 12, 1);
+  assert_int_equal(do_register(f, "b1", SID1, &e, 1), 200); /* a new incarnation: generation 2 */
+  cp_shard_row sh = shard0(f);
+  assert_int_equal(sh.generation, 2);
+  assert_string_equal(sh.state, "Fencing");
+  cp_outcome o;
+  for (int k = 0; k < 4; k++) { /* alive all along: only the fence is late */
+    run_for(f, 1000);
+    cp_heartbeat(&f->cp, "b1", f->inc, NULL, 0, &o);
+  }
+  assert_string_equal(shard0(f).state, "Fencing"); /* within a lease: nothing */
+  for (int k = 0; k < 3; k++) {
+    run_for(f, 1000);
+    cp_heartbeat(&f->cp, "b1", f->inc, NULL, 0, &o);
+  }
+  sh = shard0(f);
+  assert_string_equal(sh.state, "NoCaughtUpReplica");
+  assert_non_null(strstr(sh.detail, "passed over for a while"));
+  assert_true(history_has(f, "no_caught_up_replica", "did not complete within a lease"));
+  assert_int_equal(sh.generation, 2); /* nothing durable changed */
+  assert_int_equal(report(f, 1, 2, 13, 12, NULL), 1);
+  assert_string_equal(shard0(f).state, "Active");
+}
+
 static void live_duplicate_storage_id_is_refused(void **state) {
   fx *f = *state;
   assert_int_equal(do_register(f, "b1", SID1, NULL, 0), 200);
@@ -402,6 +432,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(rotated_storage_id_is_not_eligible, setup, teardown),
       cmocka_unit_test_setup_teardown(short_copy_waits_until_it_catches_up, setup, teardown),
       cmocka_unit_test_setup_teardown(heartbeat_inventory_below_floor_is_not_a_loss, setup, teardown),
+      cmocka_unit_test_setup_teardown(fence_not_complete_within_a_lease_passes_the_leader_elect_over, setup, teardown),
       cmocka_unit_test_setup_teardown(live_duplicate_storage_id_is_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(stream_creation_refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(restart_waits_for_inventories, setup, teardown),
