@@ -77,6 +77,7 @@ typedef struct shard {
   uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
+  uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;

@@ -75,6 +75,7 @@ void broker_publish_report(broker *b) {
     cJSON_AddNumberToObject(j, "generation", (double)s->ballot.generation);
     cJSON_AddNumberToObject(j, "generation_start", (double)s->generation_start);
     cJSON_AddNumberToObject(j, "hwm", (double)s->hwm);
+    cJSON_AddNumberToObject(j, "no_quorum_ms", s->stalled_since_ms ? (double)(uv_now(b->loop) - s->stalled_since_ms) : 0);
     cJSON_AddNumberToObject(j, "hwm_generation", (double)(s->hwm ? shard_last_generation(s, s->hwm) : 0));
     cJSON_AddItemToObject(j, "followers", peer_followers_json(s));
     cJSON_AddItemToArray(arr, j);

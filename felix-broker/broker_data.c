@@ -127,6 +127,9 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
     return;
   }
   b->appends_total += req.count;
+  /* Ship at once, while our own copy syncs (on_commit): the followers' holds
+   * and ours proceed together; the HWM still waits for ours (rule 2). */
+  peer_pump(b, s);
   held_work *h = calloc(1, sizeof *h);
   *h = (held_work){.b = b, .s = s, .c = c, .corr = corr, .generation = s->ballot.generation, .policy = policy, .a = a};
   h->work.data = h;

@@ -211,6 +211,11 @@ static void recompute_hwm(broker *b, shard *s) {
   felix_hwm_input in = {.replicas = s->replicas > 0 ? s->replicas : 1, .leader_counts = true, .leader_held = st.held_end,
                         .generation_start = s->generation_start, .hwm = s->hwm, .followers = f, .nfollowers = (size_t)nf};
   uint64_t h = felix_hwm_compute(&in);
+  /* §4.2 "no quorum": written records a majority has not held since then
+   * (progress restarts the clock); reported so the control plane can move a
+   * leader whose own disk hangs. */
+  if (h >= st.end_offset) s->stalled_since_ms = 0;
+  else if (!s->stalled_since_ms || h > s->hwm) s->stalled_since_ms = uv_now(b->loop);
   if (h > s->hwm) shard_set_hwm(b, s, h);
   check_acks(b, s);
 }

@@ -260,7 +260,8 @@ static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *w
             cpj_int(e, "log_end", true, 0, INT64_MAX, &s->log_end, why, WHY_CAP) &&
             cpj_int(e, "last_generation", true, 0, INT64_MAX, &s->last_generation, why, WHY_CAP) &&
             cpj_int(e, "generation_start", true, 0, INT64_MAX, &s->generation_start, why, WHY_CAP) &&
-            cpj_int(e, "hwm", true, 0, INT64_MAX, &s->hwm, why, WHY_CAP);
+            cpj_int(e, "hwm", true, 0, INT64_MAX, &s->hwm, why, WHY_CAP) &&
+            cpj_int(e, "no_quorum_ms", false, 0, INT64_MAX, &s->no_quorum_ms, why, WHY_CAP);
   if (ok && cJSON_GetObjectItem(e, "hwm_generation"))
     ok = s->has_hwm_generation = cpj_int(e, "hwm_generation", true, 0, INT64_MAX, &s->hwm_generation, why, WHY_CAP);
   if (ok) ok = read_followers(cJSON_GetObjectItem(e, "followers"), s, why);

@@ -147,6 +147,19 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
   issue_generation(cp, sh, (int)i, "every replica's empty copy exists");
 }
 
+/* §4.6: the leader reported no quorum for longer than a lease (a leader whose
+ * own disk hangs counts itself out); it is passed over for two leases. */
+static bool no_quorum_too_long(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
+  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, false);
+  if (!w || w->no_quorum_generation != sh->generation || w->no_quorum_ms <= (int64_t)cp->lease_ms || sh->nslots < 2)
+    return false;
+  snprintf(w->passed_over, sizeof w->passed_over, "%s", sh->leader);
+  w->passed_until_ms = cp->clock.now_ms + 2 * cp->lease_ms;
+  snprintf(why, cap, "leader %s lost: no quorum for %" PRId64 " ms (more than a lease)", sh->leader, w->no_quorum_ms);
+  w->no_quorum_ms = 0; /* fires once per report of it */
+  return true;
+}
+
 /* Why the pinned leader of the current generation can no longer lead, or NULL. */
 static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
   cp_broker_row b;
@@ -155,6 +168,8 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err) || !found) return NULL;
   if (!cp_broker_alive(cp, b.id)) {
     snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
+  } else if (no_quorum_too_long(cp, sh, why, cap)) {
+    /* why is filled */
   } else if (cp_broker_draining(cp, b.id)) {
     if (sh->nslots < 2) return NULL; /* one replica: nobody to hand it to */
     snprintf(why, cap, "leader %s drains: handing the shard off", b.id);

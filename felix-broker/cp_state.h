@@ -61,6 +61,7 @@ typedef struct cp_fence_watch {
   bool fired;
   char passed_over[CP_ID_MAX];
   uint64_t passed_until_ms;
+  int64_t no_quorum_generation, no_quorum_ms; /* the pinned leader's last report of it */
 } cp_fence_watch;
 
 typedef struct cp_state {
@@ -139,6 +140,7 @@ typedef struct cp_report_shard {
   int64_t log_start, log_end, last_generation, generation_start, hwm;
   bool has_hwm_generation;
   int64_t hwm_generation;
+  int64_t no_quorum_ms; /* how long written records have waited for a majority */
   cp_report_follower followers[FELIX_MAX_REPLICAS];
   size_t nfollowers;
 } cp_report_shard;

@@ -475,3 +475,34 @@ deposed_leader_with_a_longer_old_tail() {
   missing=$(python3 -c 'import sys; a=[l.strip() for l in open(sys.argv[1]) if l.strip()]; r={l.split(" ",1)[1] for l in open(sys.argv[2]).read().splitlines() if l}; print(sum(1 for x in a if x not in r))' "$C/acked" "$C/after")
   [ "$missing" -le "$risk" ] # never more lost than the operator was told
 }
+
+@test "8: a slow disk on an on_commit leader: no quorum for a lease moves the shard; the old copy keeps only the new leader's data" {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  cp_start
+  for n in 1 2 3; do
+    FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.b$n" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "$n" --fsync-mode on_commit
+  done
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create r --shards 1 --replicas 3
+  wait_until 60 shard_is r/0 Active
+  : >"$C/acked"
+  : >"$C/seen"
+  produce_acked 1 50
+  L=$(leader_of)
+  g=$(shard_generation r/0)
+  touch "$C/slow.$L" # its disk hangs: it cannot hold what it writes, so it acknowledges nothing (rule 2)
+  run timeout 30 "$CTL" produce r --shard 0 <<<"never-acked"
+  [ "$status" -ne 0 ]
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 shard_is r/0 Active
+  [ "$(leader_of)" != "$L" ]
+  grep -q "leader $L lost: no quorum for" "$C/cp.log"
+  grep -q '^slow ' "$C/ledger.$L"
+  produce_acked 51 100
+  rm -f "$C/slow.$L"
+  wait_until 60 caught_up "$L"
+  acked_readable
+  # The old leader's copy now holds exactly the new leader's records.
+  wait_until 30 bash -c "cmp <('$FELIX_BUILD/felix-inspect' --json dump $C/$L/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-) \
+    <('$FELIX_BUILD/felix-inspect' --json dump $C/$(leader_of)/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-)"
+}

@@ -115,6 +115,20 @@ setup_ledger() {
   assert_equal "$(size d/s/other)" 77
 }
 
+@test "FELIX_FAULTS_SLOW_SYNC_IF: while the file exists syncs are held back and recorded slow, then run and count" {
+  setup_ledger
+  touch slownow
+  FELIX_FAULTS_SLOW_SYNC_IF="$W/slownow" FELIX_FAULTS_SLOW_SYNC_MS=100 run -0 writer open d/a write 10 fsync fdatasync
+  assert_output $'fsync: ok\nfdatasync: ok'
+  grep -qx "slow fsync $(devino d/a)" ledger
+  grep -qx "slow fdatasync $(devino d/a)" ledger
+  grep -qx "sync $(devino d/a) 10" ledger # held back, not lost
+  rm slownow
+  FELIX_FAULTS_SLOW_SYNC_IF="$W/slownow" run -0 writer open d/b write 5 fsync
+  ! grep -q "slow fsync $(devino d/b)" ledger
+  grep -qx "sync $(devino d/b) 5" ledger
+}
+
 @test "FELIX_FAULTS_FAIL_SYNC_IF: while the file exists fsync/fdatasync/syncfs fail with EIO and nothing counts as synced" {
   setup_ledger
   touch failnow

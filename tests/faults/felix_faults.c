@@ -11,6 +11,7 @@
  *                                 every entry on <dev> under FELIX_FAULTS_ROOT)
  *   syncall\n                     sync() (preceded likewise, for every device)
  *   fail <call> <dev> <ino>\n     a sync made to fail by FELIX_FAULTS_FAIL_SYNC_IF
+ *   slow <call> <dev> <ino>\n     a sync held back by FELIX_FAULTS_SLOW_SYNC_IF (then it runs)
  *
  * With FELIX_FAULTS_FAIL_SYNC_IF=path set, while that path exists every wrapped
  * sync returns -1 with errno EIO (sync() cannot fail; it just records "fail").
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int (*real_fsync)(int);
@@ -76,6 +78,28 @@ static int failing(void)
     return r;
 }
 
+/* A slow disk: while FELIX_FAULTS_SLOW_SYNC_IF names an existing path, each
+ * fsync/fdatasync waits up to FELIX_FAULTS_SLOW_SYNC_MS (default 1000) before
+ * it runs, in 50 ms steps, so removing the path ends the wait at once.
+ * "slow" when it starts waiting. */
+static void slow_down(const char *name, int have, const struct stat *st)
+{
+    const char *p = getenv("FELIX_FAULTS_SLOW_SYNC_IF");
+    if (p == NULL || *p == '\0')
+        return;
+    int saved = errno;
+    if (access(p, F_OK) == 0) /* recorded before the wait, so a test sees a sync that is still held back */
+        record("slow %s %llu %llu\n", name, have ? (unsigned long long)st->st_dev : 0ull,
+               have ? (unsigned long long)st->st_ino : 0ull);
+    const char *ms = getenv("FELIX_FAULTS_SLOW_SYNC_MS");
+    long total = ms && *ms ? strtol(ms, NULL, 10) : 1000;
+    for (long t = 0; t < total && access(p, F_OK) == 0; t += 50) {
+        struct timespec step = {0, 50 * 1000000L};
+        nanosleep(&step, NULL);
+    }
+    errno = saved;
+}
+
 static void record_entry(const struct stat *st)
 {
     if (S_ISREG(st->st_mode))
@@ -94,7 +118,8 @@ static int do_fdsync(int fd, int (*real)(int), const char *name)
         return -1;
     }
     struct stat st;
-    int have = fstat(fd, &st) == 0;
+    int have = fstat(fd, &st) == 0; /* the size before any wait: bytes written meanwhile are not vouched for */
+    slow_down(name, have, &st);
     if (failing()) {
         if (have)
             record("fail %s %llu %llu\n", name, (unsigned long long)st.st_dev,
