@@ -80,7 +80,7 @@ static int failing(void)
 
 /* A slow disk: while FELIX_FAULTS_SLOW_SYNC_IF names an existing path, each
  * fsync/fdatasync waits up to FELIX_FAULTS_SLOW_SYNC_MS (default 1000) before
- * it runs, in 50 ms steps, so removing the path ends the wait at once.
+ * it runs, in 50 ms steps, so removing the path ends the wait at once; it records
  * "slow" when it starts waiting. */
 static void slow_down(const char *name, int have, const struct stat *st)
 {
