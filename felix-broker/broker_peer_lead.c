@@ -585,8 +585,10 @@ void peer_members_changed(broker *b, shard *s) {
 }
 
 void peer_start_fence(broker *b, shard *s) {
-  if (s->led_generation == s->ballot.generation) {
-    /* Rule 1: a process leads a generation once; it waits for the next one. */
+  if (s->led_generation && s->ballot.generation <= s->led_generation) {
+    /* Rule 1 and the model's Finding 4: a process fences only above every
+     * generation it has served (a restored control plane may pin it to one
+     * again); it waits for the next one. */
     felix_log_event("warn", "not fencing a generation this process already led", "shard", s->dir_name, NULL);
     return;
   }

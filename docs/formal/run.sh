@@ -65,7 +65,7 @@ run_one() {
   elif [ "$errors" = 0 ]; then result="pass"
   else result="violated"
   fi
-  if grep -q "out of memory\|memory limit" "$d/pan.out"; then result="out-of-memory"; fi
+  if grep -q "out of memory\|memory limit\|MEMLIM bound" "$d/pan.out"; then result="out-of-memory"; fi
   verdict=FAIL
   if [ "$expect" = pass ] && [ "$result" = pass ]; then verdict=ok; fi
   if [ "$expect" = fail ] && [ "$result" = violated ]; then verdict=ok; fi
@@ -75,7 +75,7 @@ run_one() {
   fi
   if [ "$result" = violated ] && [ -f "$d/shard.pml.trail" ]; then
     # shellcheck disable=SC2086
-    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$' | head -60) >"$trails/$name.trail.txt"
+    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$' | head -80) >"$trails/$name.trail.txt"
   fi
   echo "$name $expect $result $states $depth $secs ${verdict// /_}" >"$work/$name.res"
   rm -f "$d/pan" "$d/pan".[bchmpt] "$d/pan.c"

@@ -19,7 +19,16 @@
  *   NO_COPY_ID                GEN_FROM_STORE       ACK_WITHOUT_OWN_COPY
  *   STRANGER_NOT_ACTIVE       OLD_LEADER_APPENDS   NO_GEN_START_RECORD
  *   NO_BOOT_TOKEN             NEW_LEADER_OWN_HWM   ONCOMMIT_NO_TOKEN
- *   NO_CID_BIND
+ *   NO_CID_BIND               NO_FLOOR_CHECK       REFENCE_SERVED_GEN (Finding 4)
+ *   WAIT_ANY_COPY  BALLOT_WHILE_WAITING  REPORT_WHILE_WAITING  PROMISE_ANY_INSTANCE (Finding 6)
+ * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
+ *  README.md, "Rules the model shows redundant".)
+ *
+ * Bounds: MAX_<fault> and <fault>_MASK (CRASH, KILL, WIPE, DEL, SE, PART, LAPSE),
+ * MAX_LOSTSID, MAX_RSI, MAX_ROLL, MAX_CPR, MAX_RACK, MAX_DRAIN, MAX_FAULTS, NV, MAXG,
+ * L; SNAP_MAXG (when the backup a rollback restores may be taken; 0 = at stream
+ * creation); RSI_BELOW_FLOOR (a hand restore loses only records below the copy's
+ * floor, Finding 5).
  */
 
 #define N    3
@@ -67,14 +76,23 @@
 #ifndef MAX_LAPSE
 #define MAX_LAPSE 0     /* lease lapses of a live, connected broker (pauses) */
 #endif
+#ifndef LAPSE_MASK
+#define LAPSE_MASK 7    /* which live brokers may pause (a cut or down broker's lease always may lapse) */
+#endif
 #ifndef MAX_PART
 #define MAX_PART 0      /* partitions (a broker cut from everyone) */
+#endif
+#ifndef PART_MASK
+#define PART_MASK 7     /* which brokers may be partitioned */
 #endif
 #ifndef MAX_CPR
 #define MAX_CPR 0       /* control-plane restarts */
 #endif
 #ifndef MAX_ROLL
 #define MAX_ROLL 0      /* control-plane rollbacks to an older snapshot */
+#endif
+#ifndef SNAP_MAXG
+#define SNAP_MAXG MAXG  /* the backup a rollback restores is taken while cgen <= SNAP_MAXG */
 #endif
 #ifndef MAX_RSI
 #define MAX_RSI 0       /* RollbackSameIds: a shard directory restored by hand */
@@ -134,6 +152,11 @@ typedef Br {
   byte ph;              /* 0 none, 1 fencing, 2 serving */
   byte hwm;             /* HWM (leader) / HWM learned from the leader (follower) */
   byte mark;            /* offset of own generation-start record */
+#if MAX_ROLL > 0
+  byte srv;             /* highest generation this process has served (Finding 4) */
+  byte ci;              /* control-plane instance this copy last sent its inventory to */
+  byte fin;             /* fence: instance of the assignment it runs under (Finding 6) */
+#endif
   byte cur[N];          /* per-follower cursor (held offsets confirmed) */
   byte ccid[N];         /* copy id the cursor was measured under */
   byte cinc[N];         /* incarnation of the live connection, 0 = none */
@@ -161,13 +184,17 @@ byte icid[N]; byte ilen[N]; byte igen[N];   /* inventories */
 byte maxhwm; byte hwmgen;
 byte seen;                       /* highest generation seen in ballots/inventories/refusals */
 byte asgcid[N]; byte asgfl[N];   /* assignment of the current generation */
-bit  cpwait; byte invm;          /* after a restart: waiting for inventories */
+bit  cpwait; byte invm; byte invk;   /* after a restart: waiting for inventories (sent, counted) */
 bit  drain; bit ftmo; bit rclg;
-/* snapshot for Rollback */
+/* snapshot for Rollback (only in configurations that may roll back) */
+#if MAX_ROLL > 0
 byte s_cgen; byte s_pl[MAXG+1]; byte s_pcid[MAXG+1]; byte s_pinc[MAXG+1]; bit s_act[MAXG+1];
 byte s_regcid[N]; byte s_reginc[N]; bit s_strg[N]; byte s_mcid[N]; byte s_mlen[N];
 byte s_mgen[N]; byte s_fl[N]; byte s_maxhwm; byte s_hwmgen; byte s_seen;
 byte s_asgcid[N]; byte s_asgfl[N]; byte s_prevg;
+byte cpi;                        /* control-plane instance (a new one at each restore) */
+byte asgi; byte s_asgi;          /* instance that made the current assignment */
+#endif
 
 /* ---- id counters (a new value is never reused) ---- */
 byte incctr = N; byte cidctr = N; byte sidctr = N;
@@ -177,6 +204,13 @@ byte acked[NV+1];                /* generation a value was acknowledged in, 0 = 
 byte ackinc[MAXG+1];             /* incarnation of the process acknowledging in g */
 byte chwm;                       /* highest HWM any leader ever exposed */
 byte clog[L]; byte cgat[L];      /* the records exposed, and the generation exposing them */
+#if MAX_ROLL > 0
+bit  rbx[L];                     /* the exception DESIGN.md rule 3 admits: offsets whose acceptance
+                                    (maximum HWM) a control-plane rollback erased, until exposed again */
+#define RBX(k) rbx[k]
+#else
+#define RBX(k) 0
+#endif
 byte nextv = 1;
 
 /* ---- fault counters ---- */
@@ -196,10 +230,16 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define FAULT     (nfault < MAX_FAULTS)
 #define NAMES(f,l) (br[f].bl == l && br[f].blcid == br[l].cid && br[f].blinc == br[l].inc)
 #define CONN(l,f) (br[l].cinc[f] == br[f].inc && br[l].ccid[f] == br[f].cid)
+/* the floor check (§4.5, §4.7): inventory, measurement and fence answer below the floor */
+#ifdef NO_FLOOR_CHECK
+#define BELOWFL(n, f) 0
+#else
+#define BELOWFL(n, f) ((n) < (f))
+#endif
 #ifdef FENCE_COUNTS_ANY
 #define COUNTS(r) 1
 #else
-#define COUNTS(r) (asgcid[r] == br[r].cid && HELD(r) >= asgfl[r])
+#define COUNTS(r) (asgcid[r] == br[r].cid && !BELOWFL(HELD(r), asgfl[r]))
 #endif
 
 #define POP(m) (((m)&1) + (((m)>>1)&1) + (((m)>>2)&1))
@@ -222,7 +262,7 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define INV_ACK(x) (INV_AV(x,1))
 #endif
 #define ACTIVEPIN(x) (act[br[x].lg] && pl[br[x].lg] == x && pinc[br[x].lg] == br[x].inc)
-#define INV_CK(x,kk) (!(kk < chwm && cgat[kk] <= br[x].lg) || \
+#define INV_CK(x,kk) (!(kk < chwm && cgat[kk] <= br[x].lg && !RBX(kk)) || \
                       (kk < br[x].ln && br[x].e[kk] == clog[kk] && !(ACTIVEPIN(x) && kk >= br[x].hwm)))
 #if L >= 4
 #define INV_COMMIT(x) (INV_CK(x,0) && INV_CK(x,1) && INV_CK(x,2) && INV_CK(x,3))
@@ -247,9 +287,9 @@ active proctype invariants() {
          }
          for (vk : 0 .. L-1) {
            if
-           :: vk < chwm && cgat[vk] <= br[vx].lg && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
+           :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
               printf("VIOLATION CommittedStable: broker %d (generation %d) lost committed offset %d\n", vx, br[vx].lg, vk)
-           :: vk < chwm && cgat[vk] <= br[vx].lg && (vk < br[vx].ln && br[vx].e[vk] == clog[vk]) && ACTIVEPIN(vx) && vk >= br[vx].hwm ->
+           :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && (vk < br[vx].ln && br[vx].e[vk] == clog[vk]) && ACTIVEPIN(vx) && vk >= br[vx].hwm ->
               printf("VIOLATION CommittedStable: Active leader %d (generation %d) hides committed offset %d (HWM %d)\n", vx, br[vx].lg, vk, br[vx].hwm)
            :: else
            fi
@@ -277,9 +317,34 @@ inline truncate_to(b, n) {
   if :: br[b].hwm > tn -> br[b].hwm = tn :: else fi
 }
 
+/* Canonical values for state nobody reads any more (fewer stored states, same
+   behaviours): the serving state (cursors, connections, h0, start-record offset,
+   HWM) outside phase 2, the fence state outside phase 1, the generation when idle. */
+#ifdef NEW_LEADER_OWN_HWM
+#define IDLE_HWM(b) skip
+#else
+#define IDLE_HWM(b) br[b].hwm = 0
+#endif
+inline idle_serve(b) {
+  for (vk : 0 .. N-1) { br[b].cur[vk] = 0; br[b].ccid[vk] = NONE; br[b].cinc[vk] = 0; br[b].h0[vk] = 0 }
+  br[b].mark = 0; IDLE_HWM(b)
+}
+inline idle_fence(b) {
+  br[b].prom = 0; br[b].cnt = 0; br[b].rcl = 0;
+#if MAX_ROLL > 0
+  br[b].fin = 0;
+#endif
+  for (vk : 0 .. N-1) { br[b].acid[vk] = 0; br[b].agen[vk] = 0; br[b].alen[vk] = 0 }
+}
+inline go_idle(b) {      /* phase 0: neither fencing nor serving */
+  br[b].ph = 0; br[b].lg = 0; idle_serve(b); idle_fence(b)
+}
+
 inline stop_process(b) {
-  br[b].inc = 0; br[b].ph = 0; br[b].lg = 0; br[b].prom = 0; br[b].cnt = 0; br[b].rcl = 0;
-  for (vk : 0 .. N-1) { br[b].cinc[vk] = 0 }
+  br[b].inc = 0; go_idle(b);
+#if MAX_ROLL > 0
+  br[b].srv = 0;
+#endif
 }
 
 /* ---------------- data path ---------------- */
@@ -332,7 +397,9 @@ inline Ship(l, f) {
        fi
     :: else
     fi;
-    br[f].hwm = (br[l].hwm < br[f].ln -> br[l].hwm : br[f].ln);
+#ifdef NEW_LEADER_OWN_HWM
+    br[f].hwm = (br[l].hwm < br[f].ln -> br[l].hwm : br[f].ln);   /* only this twin reads it */
+#endif
     if :: HELD(f) > br[l].cur[f] -> br[l].cur[f] = HELD(f) :: else fi;
     printf("Ship(%d->%d): follower log end %d, confirmed %d\n", l, f, br[f].ln, br[l].cur[f]);
     skip }
@@ -403,7 +470,12 @@ inline Commit(l) {
        printf("Commit(%d): HWM %d -> %d in generation %d\n", l, br[l].hwm, vs, br[l].lg);
        br[l].hwm = vs;
        for (vk : 0 .. L-1) {
-         if :: vk >= chwm && vk < vs -> clog[vk] = br[l].e[vk]; cgat[vk] = br[l].lg :: else fi
+         if :: (vk >= chwm || RBX(vk)) && vk < vs -> clog[vk] = br[l].e[vk]; cgat[vk] = br[l].lg;
+#if MAX_ROLL > 0
+                  rbx[vk] = 0;
+#endif
+                  skip
+            :: else fi
        }
        if :: vs > chwm -> chwm = vs :: else fi
     :: else
@@ -412,9 +484,16 @@ inline Commit(l) {
 }
 
 /* ---------------- reports and measurements ---------------- */
+/* Finding 6: while it waits for inventories, or once an inventory shows a generation
+   above the stored one, the control plane accepts no report */
+#ifdef REPORT_WHILE_WAITING
+#define REPORT_OK 1
+#else
+#define REPORT_OK (!cpwait && seen <= cgen)
+#endif
 inline Report(l) {
   d_step { LEADS(l) && !br[l].cut && br[l].lg == cgen && pl[cgen] == l &&
-           pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc ->
+           pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc && REPORT_OK ->
     printf("Report(%d): generation %d, HWM %d\n", l, cgen, br[l].hwm);
 #ifdef NO_GEN_START_RECORD
     if :: !act[cgen] -> act[cgen] = 1; printf("  generation %d Active\n", cgen) :: else fi;
@@ -444,7 +523,7 @@ inline Report(l) {
             :: else
             fi;
             if
-            :: !strg[vi] && br[l].ccid[vi] == mcid[vi] && br[l].cur[vi] < fl[vi] ->
+            :: !strg[vi] && br[l].ccid[vi] == mcid[vi] && BELOWFL(br[l].cur[vi], fl[vi]) ->
                strg[vi] = 1; printf("  copy %d below its floor: stranger\n", vi)
             :: !strg[vi] ->
                mcid[vi] = br[l].ccid[vi]; mlen[vi] = br[l].cur[vi];
@@ -461,22 +540,41 @@ inline Report(l) {
 }
 
 /* ---------------- registration (start of a process) ---------------- */
+/* Finding 6: after a start or a restore the control plane waits for inventories from
+   a majority of the copies its store names (a new copy carries no promise, so it
+   cannot vouch for the highest generation), and hands out no ballot while it waits
+   or while an inventory shows a generation above the stored one. */
+#ifdef WAIT_ANY_COPY
+#define WAIT_COUNTS(b) 1
+#else
+#define WAIT_COUNTS(b) (br[b].cid == mcid[b])
+#endif
+#ifdef BALLOT_WHILE_WAITING
+#define CP_SURE 1
+#else
+#define CP_SURE (!cpwait && seen <= cgen)
+#endif
+
 inline inventory_in(b) {
   icid[b] = br[b].cid; ilen[b] = HELD(b); igen[b] = RGEN(b);
+#if MAX_ROLL > 0
+  br[b].ci = cpi;
+#endif
   if :: br[b].bgen > seen -> seen = br[b].bgen :: else fi;
   if :: br[b].cid != regcid[b] -> strg[b] = 1 :: else fi;
-  if :: br[b].cid == mcid[b] && HELD(b) < fl[b] -> strg[b] = 1 :: else fi;
+  if :: br[b].cid == mcid[b] && BELOWFL(HELD(b), fl[b]) -> strg[b] = 1 :: else fi;
   regcid[b] = br[b].cid;
   if
   :: cpwait -> invm = invm | BIT(b);
-     if :: POP(invm) >= MAJ -> cpwait = 0 :: else fi
+     if :: WAIT_COUNTS(b) -> invk = invk | BIT(b) :: else fi;
+     if :: POP(invk) >= MAJ -> cpwait = 0; invm = 0; invk = 0 :: else fi
   :: else
   fi
 }
 
 inline ballot_from_cp(b) {
   if
-  :: cgen > br[b].bgen || (cgen == br[b].bgen && br[b].bl == NONE) ->
+  :: CP_SURE && (cgen > br[b].bgen || (cgen == br[b].bgen && br[b].bl == NONE)) ->
      br[b].bgen = cgen; br[b].bl = pl[cgen]; br[b].blcid = pcid[cgen]; br[b].blinc = pinc[cgen]
   :: else
   fi
@@ -506,7 +604,7 @@ inline Register(b) {
        if :: br[b].bad != NOBAD -> truncate_to(b, br[b].bad); br[b].bad = NOBAD :: else fi
     :: else
     fi;
-    br[b].syn = br[b].ln;        /* same boot: the data-directory sync succeeded */
+    if :: NEEDSYNC -> br[b].syn = br[b].ln :: else fi;   /* same boot: the data-directory sync succeeded */
     incctr++; br[b].inc = incctr; br[b].tok = 1;
     printf("Register(%d): storage id %d, copy id %d, incarnation %d, log end %d\n",
            b, br[b].sid, br[b].cid, br[b].inc, br[b].ln);
@@ -570,7 +668,17 @@ inline RackPowerLoss() {
   d_step { FAULT && nrack < MAX_RACK ->
     nrack++; nfault++;
     printf("RackPowerLoss: every broker loses power\n");
-    for (vj : 0 .. N-1) { if :: UP(vj) -> crash_one(vj) :: else fi }
+    for (vj : 0 .. N-1) {
+      if
+      :: UP(vj) -> crash_one(vj)
+      :: else ->     /* a broker that was down loses its page cache and boot too */
+         truncate_to(vj, br[vj].syn); br[vj].bad = NOBAD;
+#ifndef NO_ROTATE_ON_CRASH
+         if :: !MODE(vj) -> br[vj].rot = 1 :: else fi;
+#endif
+         skip
+      fi
+    }
     skip }
 }
 
@@ -634,7 +742,7 @@ inline Wipe(b) {
 inline DeleteShardDir(b) {
   d_step { UP(b) && !br[b].cut && FAULT && ndel < MAX_DEL && (DEL_MASK & BIT(b)) ->
     ndel++; nfault++;
-    br[b].ph = 0; br[b].lg = 0; br[b].prom = 0; br[b].cnt = 0;
+    go_idle(b);
     truncate_to(b, 0); br[b].bad = NOBAD; br[b].hwm = 0;
 #ifndef NO_COPY_ID
     cidctr++; br[b].cid = cidctr;
@@ -646,8 +754,16 @@ inline DeleteShardDir(b) {
     skip }
 }
 
+/* RSI_BELOW_FLOOR: the restored snapshot lacks only records the control plane had
+   measured on this copy (it holds nothing above its floor); without it the restore
+   may also lose records acknowledged since the copy's last measurement (Finding 5). */
+#ifdef RSI_BELOW_FLOOR
+#define RSI_OK(b) (br[b].cid == mcid[b] && br[b].ln <= fl[b])
+#else
+#define RSI_OK(b) 1
+#endif
 inline RollbackSameIds(b) {
-  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 ->
+  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 && RSI_OK(b) ->
     nrsi++; nfault++;
     printf("RollbackSameIds(%d): older snapshot of the directory, ids unchanged, log end %d -> %d\n", b, br[b].ln, br[b].ln - 1);
     truncate_to(b, br[b].ln - 1);
@@ -655,7 +771,7 @@ inline RollbackSameIds(b) {
 }
 
 inline LeaseLapse(b) {
-  d_step { lease[b] && (!UP(b) || br[b].cut || nlapse < MAX_LAPSE) ->
+  d_step { lease[b] && (!UP(b) || br[b].cut || (nlapse < MAX_LAPSE && (LAPSE_MASK & BIT(b)))) ->
     if :: UP(b) && !br[b].cut -> nlapse++ :: else fi;
     printf("LeaseLapse(%d)\n", b);
     lease[b] = 0;
@@ -670,14 +786,14 @@ inline Heartbeat(b) {
     if
     :: br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc) ->
        printf("Heartbeat(%d): pin gone, stops leading generation %d\n", b, br[b].lg);
-       br[b].ph = 0
+       go_idle(b)
     :: else -> printf("Heartbeat(%d): lease renewed\n", b)
     fi;
     skip }
 }
 
 inline Partition(b) {
-  d_step { !br[b].cut && FAULT && npart < MAX_PART ->
+  d_step { !br[b].cut && FAULT && npart < MAX_PART && (PART_MASK & BIT(b)) ->
     npart++; nfault++; br[b].cut = 1; printf("Partition(%d)\n", b); skip }
 }
 
@@ -726,6 +842,9 @@ inline assign(r0, recl) {
     fi
   }
   drain = 0; ftmo = 0; rclg = recl;
+#if MAX_ROLL > 0
+  asgi = cpi;
+#endif
   if :: seen < cgen -> seen = cgen :: else fi
 }
 
@@ -766,8 +885,18 @@ inline Reclaim() {
 }
 
 /* ---------------- promotion fence ---------------- */
+/* Finding 4: a process that has served generation G never fences G again (after a
+   control-plane rollback re-pins a stopped leader at its old generation, the shard
+   needs a new generation).  Without a rollback the pin of G never comes back to a
+   process that stopped serving G, so the bookkeeping exists only with MAX_ROLL. */
+#if MAX_ROLL > 0 && !defined(REFENCE_SERVED_GEN)
+#define NOT_SERVED(l) (cgen > br[l].srv)
+#else
+#define NOT_SERVED(l) 1
+#endif
+
 inline FenceStart(l) {
-  d_step { UP(l) && !br[l].cut && br[l].ph != 1 && !(br[l].ph == 2 && br[l].lg == cgen) &&
+  d_step { UP(l) && !br[l].cut && br[l].ph != 1 && !(br[l].ph == 2 && br[l].lg == cgen) && NOT_SERVED(l) &&
            pl[cgen] == l && pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc ->
     if
     :: br[l].bgen > cgen || (br[l].bgen == cgen && !(br[l].bl == l && br[l].blcid == br[l].cid && br[l].blinc == br[l].inc)) ->
@@ -776,30 +905,46 @@ inline FenceStart(l) {
     :: else ->
        printf("FenceStart(%d): promises generation %d\n", l, cgen);
        br[l].bgen = cgen; br[l].bl = l; br[l].blcid = br[l].cid; br[l].blinc = br[l].inc;
+       idle_serve(l); idle_fence(l);
        br[l].ph = 1; br[l].lg = cgen; br[l].prom = BIT(l); br[l].rcl = rclg;
        br[l].cnt = (COUNTS(l) -> BIT(l) : 0); br[l].acid[l] = br[l].cid;
        br[l].agen[l] = RGEN(l); br[l].alen[l] = HELD(l);
-       for (vk : 0 .. N-1) { br[l].cinc[vk] = 0 }
+#if MAX_ROLL > 0
+       br[l].fin = asgi;
+#endif
+       skip
     fi;
     skip }
 }
 
+/* Finding 6: a promise request names the control-plane instance that made the
+   assignment; a copy that has sent its inventory to a newer instance refuses it. */
+#if MAX_ROLL > 0 && !defined(PROMISE_ANY_INSTANCE)
+#define OLD_INSTANCE(l, r) (br[l].fin != br[r].ci)
+#else
+#define OLD_INSTANCE(l, r) 0
+#endif
+
 inline FencePromise(l, r) {
   d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) ->
     if
-    :: br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l)) ->
+    :: OLD_INSTANCE(l, r) ->
+       printf("FencePromise(%d<-%d): refused, the assignment is an older control-plane instance's\n", l, r);
+       ftmo = 1; go_idle(l)
+    :: !OLD_INSTANCE(l, r) && (br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l))) ->
        printf("FencePromise(%d<-%d): refused, copy promised generation %d\n", l, r, br[r].bgen);
        if :: br[r].bgen > seen -> seen = br[r].bgen :: else -> ftmo = 1 fi;
-       br[l].ph = 0
+       go_idle(l)
     :: else ->
        br[r].bgen = br[l].lg; br[r].bl = l; br[r].blcid = br[l].cid; br[r].blinc = br[l].inc;
 #ifdef OLD_LEADER_APPENDS
-       if :: br[r].ph == 1 -> br[r].ph = 0 :: else fi;
+       if :: br[r].ph == 1 -> go_idle(r) :: else fi;
 #else
-       if :: br[r].ph != 0 -> br[r].ph = 0; printf("  %d stops leading generation %d\n", r, br[r].lg) :: else fi;
+       if :: br[r].ph != 0 -> printf("  %d stops leading generation %d\n", r, br[r].lg); go_idle(r) :: else fi;
 #endif
-       br[l].prom = br[l].prom | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r);
-       if :: COUNTS(r) -> br[l].cnt = br[l].cnt | BIT(r) :: else fi;
+       br[l].prom = br[l].prom | BIT(r);
+       if :: COUNTS(r) -> br[l].cnt = br[l].cnt | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r)
+          :: else fi;
        printf("FencePromise(%d<-%d): promised generation %d, rank (%d,%d), counted %d\n", l, r, br[l].lg,
               RGEN(r), HELD(r), (COUNTS(r) -> 1 : 0))
     fi;
@@ -832,7 +977,7 @@ inline FenceEnd(l) {
     :: vs != l && (!UP(vs) || br[vs].cut) -> skip            /* wait for the source */
     :: br[vs].cid != br[l].acid[vs] ->
        printf("FenceEnd(%d): source %d changed copy id, fence starts over\n", l, vs);
-       br[l].ph = 0
+       go_idle(l)
     :: else ->
        if
        :: vs != l ->
@@ -857,7 +1002,11 @@ inline FenceEnd(l) {
        br[l].hwm = maxhwm;
 #endif
        for (vk : 0 .. N-1) { br[l].cur[vk] = 0; br[l].ccid[vk] = NONE; br[l].cinc[vk] = 0 }
+       vc = br[l].lg; idle_fence(l); br[l].lg = vc;
        br[l].ph = 2;
+#if MAX_ROLL > 0
+       br[l].srv = br[l].lg;
+#endif
        printf("FenceEnd(%d): adopted copy %d, serves generation %d, log end %d, HWM %d\n",
               l, vs, br[l].lg, br[l].ln, br[l].hwm)
     fi;
@@ -866,18 +1015,24 @@ inline FenceEnd(l) {
 
 /* ---------------- control-plane restart and rollback ---------------- */
 inline CPRestart() {
-  d_step { FAULT && ncpr < MAX_CPR -> ncpr++; nfault++; cpwait = 1; invm = 0;
+  d_step { FAULT && ncpr < MAX_CPR -> ncpr++; nfault++; cpwait = 1; invm = 0; invk = 0;
     printf("ControlPlaneRestart: waits for inventories\n"); skip }
 }
 
-inline CPSnapshot() {
-  d_step { nsnap == 0 && MAX_ROLL > 0 ->
+#if MAX_ROLL > 0
+inline snap_take() {
     nsnap = 1;
-    s_cgen = cgen; s_prevg = prevg; s_maxhwm = maxhwm; s_hwmgen = hwmgen; s_seen = seen;
+    s_cgen = cgen; s_prevg = prevg; s_maxhwm = maxhwm; s_hwmgen = hwmgen; s_seen = seen; s_asgi = asgi;
     for (vi : 0 .. MAXG) { s_pl[vi] = pl[vi]; s_pcid[vi] = pcid[vi]; s_pinc[vi] = pinc[vi]; s_act[vi] = act[vi] }
     for (vi : 0 .. N-1) { s_regcid[vi] = regcid[vi]; s_reginc[vi] = reginc[vi]; s_strg[vi] = strg[vi];
       s_mcid[vi] = mcid[vi]; s_mlen[vi] = mlen[vi]; s_mgen[vi] = mgen[vi]; s_fl[vi] = fl[vi];
       s_asgcid[vi] = asgcid[vi]; s_asgfl[vi] = asgfl[vi] }
+}
+
+/* SNAP_MAXG 0: the only backup is the one taken at stream creation (in init) */
+inline CPSnapshot() {
+  d_step { nsnap == 0 && cgen <= SNAP_MAXG ->
+    snap_take();
     printf("CPSnapshot: backup of the control-plane database at generation %d\n", cgen);
     skip }
 }
@@ -885,16 +1040,32 @@ inline CPSnapshot() {
 inline Rollback() {
   d_step { nsnap == 1 && FAULT && nroll < MAX_ROLL ->
     nroll++; nfault++;
-    cgen = s_cgen; prevg = s_prevg; maxhwm = s_maxhwm; hwmgen = s_hwmgen; seen = s_seen;
     for (vi : 0 .. MAXG) { pl[vi] = s_pl[vi]; pcid[vi] = s_pcid[vi]; pinc[vi] = s_pinc[vi]; act[vi] = s_act[vi] }
     for (vi : 0 .. N-1) { regcid[vi] = s_regcid[vi]; reginc[vi] = s_reginc[vi]; strg[vi] = s_strg[vi];
       mcid[vi] = s_mcid[vi]; mlen[vi] = s_mlen[vi]; mgen[vi] = s_mgen[vi]; fl[vi] = s_fl[vi];
       asgcid[vi] = s_asgcid[vi]; asgfl[vi] = s_asgfl[vi] }
+    /* ghost: the records the restored database no longer knows were committed
+       (offsets from the restored maximum HWM up to the one it loses) */
+    for (vk : 0 .. L-1) { if :: vk >= s_maxhwm && vk < maxhwm && vk < chwm -> rbx[vk] = 1 :: else fi }
+    printf("Rollback: maximum HWM %d -> %d (offsets in between: the admitted loss)\n", maxhwm, s_maxhwm);
+    cgen = s_cgen; prevg = s_prevg; maxhwm = s_maxhwm; hwmgen = s_hwmgen; seen = s_seen;
+    asgi = s_asgi; cpi++;             /* a new instance; the restored assignment is an old one's */
     drain = 0; ftmo = 0; rclg = 0;
-    cpwait = 1; invm = 0;
+    cpwait = 1; invm = 0; invk = 0;
+    if
+    :: nroll == MAX_ROLL ->        /* the backup is never read again: canonical zeros */
+       s_cgen = 0; s_prevg = 0; s_maxhwm = 0; s_hwmgen = 0; s_seen = 0; s_asgi = 0;
+       for (vi : 0 .. MAXG) { s_pl[vi] = 0; s_pcid[vi] = 0; s_pinc[vi] = 0; s_act[vi] = 0 }
+       for (vi : 0 .. N-1) { s_regcid[vi] = 0; s_reginc[vi] = 0; s_strg[vi] = 0;
+         s_mcid[vi] = 0; s_mlen[vi] = 0; s_mgen[vi] = 0; s_fl[vi] = 0;
+         s_asgcid[vi] = 0; s_asgfl[vi] = 0 }
+    :: else
+    fi;
     printf("Rollback: control-plane database restored to generation %d; waits for inventories\n", cgen);
     skip }
 }
+
+#endif
 
 /* a live broker sees the new instance id and re-sends its inventory (same incarnation) */
 inline Reinventory(b) {
@@ -922,6 +1093,13 @@ init {
     for (vj : 1 .. N-1) { br[0].ccid[vj] = vj + 1; br[0].cinc[vj] = vj + 1 }
     cgen = 1; seen = 1; pl[1] = 0; pcid[1] = 1; pinc[1] = 1; act[1] = 1;
     br[0].lg = 1; br[0].ph = 2; br[0].mark = NONE;
+#if MAX_ROLL > 0
+    br[0].srv = 1;
+#if SNAP_MAXG == 0
+    snap_take();
+#endif
+#endif
+    skip
   }
   do
   PER_B(Append)
@@ -961,8 +1139,10 @@ init {
   PER_LF(FencePromise)
   PER_B(FenceEnd)
   :: CPRestart()
+#if MAX_ROLL > 0
   :: CPSnapshot()
   :: Rollback()
+#endif
   PER_B(Reinventory)
   od
 }
