@@ -71,7 +71,6 @@ typedef struct shard {
   int nmembers;
   peer_link *links;          /* leader or leader-elect: one per other member */
   bool fencing;              /* leader-elect: promised, counting answers */
-  uint64_t fence_generation;
   uint64_t led_generation;   /* the last generation this process led: never fenced again */
   peer_link *adopting;       /* the one copy this fence fetches from, or NULL */
   uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */

@@ -114,7 +114,9 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
     snprintf(x.address, sizeof x.address, "%s", str_of(m, "address"));
     snprintf(x.named_copy_id, sizeof x.named_copy_id, "%s", str_of(m, "named_copy_id"));
     x.floor = (int64_t)num_of(m, "floor");
-    changed |= n >= s->nmembers || memcmp(&x, &s->members[n], sizeof x) != 0;
+    const member *was = &s->members[n];
+    changed |= n >= s->nmembers || strcmp(x.broker, was->broker) || strcmp(x.address, was->address) ||
+               strcmp(x.named_copy_id, was->named_copy_id) || x.floor != was->floor;
     s->members[n++] = x;
   }
   changed |= n != s->nmembers;

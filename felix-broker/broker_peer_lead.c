@@ -50,7 +50,6 @@ struct peer_link {
   bool answered;
   felix_rank rank;
   felix_generations gens; /* the answer's generations (for adopting this copy) */
-  bool reading;
   peer_link *next;
 };
 
@@ -345,7 +344,6 @@ static void send_read(peer_link *l) {
   snprintf(q.stream, sizeof q.stream, "%s", l->s->stream);
   felix_buf out = {0};
   felix_peer_read_encode(&out, ++l->corr, &q);
-  l->reading = true;
   link_send(l, &out);
 }
 
@@ -367,7 +365,6 @@ static void adopt_from(broker *b, shard *s, peer_link *src) {
 static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
   felix_peer_read_reply r;
   felix_err err;
-  l->reading = false;
   shard *s = l->s;
   if (felix_peer_read_reply_decode(body, len, &r, &err)) return link_reset(l, err.msg);
   felix_log_stats st;
@@ -469,7 +466,6 @@ static void link_reset(peer_link *l, const char *why) {
                   l->broker_id, "reason", why, NULL);
   l->state = LINK_WAIT;
   l->inflight = 0;
-  l->reading = false;
   l->len = 0;
   /* A promise stays given, so a fence keeps counting the answer; but the
    * copy it adopts must answer again over a live connection. */
@@ -594,7 +590,6 @@ void peer_start_fence(broker *b, shard *s) {
   }
   peer_links_stop(b, s);
   s->fencing = true;
-  s->fence_generation = s->ballot.generation;
   char g[32];
   snprintf(g, sizeof g, "%" PRIu64, s->ballot.generation);
   felix_log_event("info", "fencing", "shard", s->dir_name, "generation", g, NULL);

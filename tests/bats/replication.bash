@@ -28,6 +28,14 @@ rcluster_up() {
   : >"$C/seen"
 }
 
+# copy_holds BROKER N — its copy of r/0 holds exactly N producer records, read
+# offline from its segment (generation-start markers are not counted).
+copy_holds() {
+  local seg
+  seg=$(ls "$C/$1"/shards/r_0-*/00000000000000000000.log) || return 1
+  [ "$("$FELIX_BUILD/felix-inspect" --json dump "$seg" | grep -c '"payload_len":[1-9]')" -eq "$2" ]
+}
+
 leader_of() { "$CTL" -o json shard describe r/0 | jget 'j["leader"] or ""'; }
 others_than() { local f; for f in b1 b2 b3; do [ "$f" = "$1" ] || echo "$f"; done; }
 replica_field() { "$CTL" -o json shard describe r/0 | jget "[x['$2'] for x in j['replicas'] if x['broker'] == '$1'][0]"; }

@@ -3,7 +3,7 @@
 # periodic fsync mode. A checker compares what consumers read with every
 # record acknowledged (DESIGN.md §4.2–§4.7).
 
-load cluster
+load replication
 
 setup() {
   cluster_init "$BATS_TEST_TMPDIR/c"
@@ -47,11 +47,7 @@ followers_caught_up() {
   all_acked_readable
   wait_until 30 followers_caught_up
   # Read each copy's segment offline: the same 300 producer records on all.
-  for f in b1 b2 b3; do
-    seg=$(ls "$C/$f"/shards/r_0-*/00000000000000000000.log)
-    run -0 "$FELIX_BUILD/felix-inspect" --json dump "$seg"
-    [ "$(echo "$output" | grep -c '"payload_len":[1-9]')" -eq 300 ]
-  done
+  for f in b1 b2 b3; do copy_holds "$f" 300; done
 }
 
 @test "the leader SIGKILLed: a caught-up follower leads at a new generation with every acknowledged record" {

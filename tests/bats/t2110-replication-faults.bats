@@ -201,9 +201,7 @@ scenario_3() {
   wait_until 30 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
   wait_until 60 grep -q "on $F: stranger copy .* trusted" "$C/cp.log"
   wait_until 30 caught_up "$F"
-  seg=$(ls "$C/$F"/shards/r_0-*/00000000000000000000.log)
-  run -0 "$FELIX_BUILD/felix-inspect" --json dump "$seg"
-  [ "$(echo "$output" | grep -c '"payload_len":[1-9]')" -eq 300 ]
+  copy_holds "$F" 300
   acked_readable
 }
 
@@ -222,8 +220,7 @@ scenario_3() {
   wait_until 30 caught_up "$F"
   [ "$(replica_field "$F" copy_id)" != "$old" ]
   produce_acked 201 250
-  seg=$(ls "$C/$F"/shards/r_0-*/00000000000000000000.log)
-  wait_until 30 bash -c "'$FELIX_BUILD/felix-inspect' --json dump '$seg' | grep -c '\"payload_len\":[1-9]' | grep -qx 250"
+  wait_until 30 copy_holds "$F" 250
   acked_readable
 }
 
@@ -428,8 +425,7 @@ deposed_leader_with_a_longer_old_tail() {
   stop_process "$F" KILL
   stop_process "$W" KILL
   seq 1001 1030 | timeout 5 "$CTL" produce r --shard 0 >/dev/null 2>>"$C/produce.log" || true # no quorum: never acknowledged
-  seg=$(ls "$C/$L"/shards/r_0-*/00000000000000000000.log)
-  wait_until 30 bash -c "'$FELIX_BUILD/felix-inspect' --json dump '$seg' | grep -c '\"payload_len\":[1-9]' | grep -qx 40"
+  wait_until 30 copy_holds "$L" 40
   stop_process "$L" KILL
   rbroker_start "${F#b}"
   rbroker_start "${W#b}"
