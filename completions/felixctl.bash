@@ -9,7 +9,7 @@ _felixctl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
     local global_opts="--control-plane --token-file -o --output --timeout-ms -h --help --version"
-    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count|--expect-generation|--expect-copy|--expect-digest"
+    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count|--expect-generation|--expect-copy|--expect-digest|--uuid|--above-generation"
 
     case $prev in
     --token-file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
@@ -38,7 +38,7 @@ _felixctl() {
     "") subs="cluster broker stream shard placement produce consume completion version" ;;
     cluster) subs="status" ;;
     broker) subs="list describe" ;;
-    stream) subs="create list describe delete" ;;
+    stream) subs="create list describe delete adopt" ;;
     shard) subs="list describe" ;;
     placement) subs="history abandon" ;;
     completion) [[ -z $verb ]] && subs="bash zsh fish" ;;
@@ -48,8 +48,9 @@ _felixctl() {
     case "$group $verb" in
     "stream create") opts="--shards --replicas --acks" ;;
     "stream delete") opts="--yes" ;;
+    "stream adopt") opts="--uuid" ;;
     "shard list") opts="--state" ;;
-    "placement abandon") opts="--dry-run --yes --expect-generation --expect-copy --expect-digest" ;;
+    "placement abandon") opts="--dry-run --yes --expect-generation --expect-copy --expect-digest --above-generation" ;;
     esac
 
     if [[ $cur == -* ]]; then

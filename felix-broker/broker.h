@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "felix/ballot.h"
+#include "felix/streammeta.h"
 #include "felix/datadir.h"
 #include "felix/log.h"
 #include "felix/wire.h"
@@ -76,6 +77,9 @@ typedef struct shard {
   uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
+  char fence_cp_instance[64]; /* the control-plane instance whose assignment this fence carries (§4.8) */
+  felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */
+  bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
@@ -133,6 +137,9 @@ typedef struct broker {
   uint64_t drain_appends_before;
   int exit_code;
   char incarnation[128];
+  /* The control-plane instance the loop last heard from: the inventory says
+   * it, and a fence of another instance's assignment is refused (§4.8). */
+  char cp_instance[64];
   struct MHD_Daemon *httpd;
   pthread_mutex_t stats_mu;
   char *metrics_text;      /* snapshot served by /metrics */

@@ -61,6 +61,14 @@ void broker_publish_inventory(broker *b) {
     cJSON *j = copy_json(s);
     cJSON_AddNumberToObject(j, "ballot_generation", (double)s->ballot.generation);
     cJSON_AddStringToObject(j, "ballot_leader", s->ballot.has_leader ? s->ballot.leader : "none");
+    /* Built after the loop last heard from this instance: every promise it
+     * gave to another instance's fence is in the ballot above (§4.8). */
+    cJSON_AddStringToObject(j, "cp_instance", b->cp_instance);
+    if (s->has_meta) { /* what `stream adopt` needs of a stream a restored database lost (§4.8) */
+      cJSON_AddNumberToObject(j, "shards", s->meta.shards);
+      cJSON_AddNumberToObject(j, "replicas", s->meta.replicas);
+      cJSON_AddStringToObject(j, "acks", s->meta.acks);
+    }
     cJSON_AddItemToArray(arr, j);
   }
   post_to_cp(b, cJSON_PrintUnformatted(arr), false);
@@ -94,6 +102,25 @@ static double num_of(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* Keeps the copy's `stream` file equal to what the control plane assigns. */
+static void keep_stream_meta(broker *b, shard *s, const cJSON *a) {
+  felix_stream_meta m = {.shards = (uint32_t)num_of(a, "shards"), .replicas = (uint32_t)s->replicas};
+  snprintf(m.name, sizeof m.name, "%s", s->stream);
+  snprintf(m.uuid, sizeof m.uuid, "%s", s->ballot.stream_uuid);
+  snprintf(m.acks, sizeof m.acks, "%s", felix_ack_policy_name(s->ack_policy));
+  if (s->refused || s->dirfd < 0 || m.shards == 0 || m.replicas == 0 || (s->has_meta && felix_stream_meta_equal(&m, &s->meta))) return;
+  char what[4700];
+  felix_err err;
+  snprintf(what, sizeof what, "%s/stream", s->path);
+  if (felix_stream_meta_write(s->dirfd, what, &m, &err)) {
+    felix_log_event("warn", "cannot write the stream file", "shard", s->dir_name, "reason", err.msg, NULL);
+    return;
+  }
+  s->meta = m;
+  s->has_meta = true;
+  broker_publish_inventory(b);
+}
+
 /* The replica set, the stream's ack policy and, for a fence, the copy id
  * and floor the control plane names for each replica (§4.6). */
 static void apply_members(broker *b, shard *s, const cJSON *a) {
@@ -121,6 +148,7 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
   }
   changed |= n != s->nmembers;
   s->nmembers = n;
+  keep_stream_meta(b, s, a);
   if (changed) peer_members_changed(b, s);
 }
 
@@ -142,6 +170,17 @@ static void apply_one(broker *b, const cJSON *a) {
   if (!cJSON_IsObject(leader)) return;
   shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));
+}
+
+/* A new control-plane instance (a restart or a restored database): from now
+ * on this copy refuses fences of the old one's assignments, and its next
+ * inventory — the only one the new instance counts — says so (§4.8). */
+static void note_cp_instance(broker *b, const cJSON *j) {
+  const char *inst = str_of(j, "instance_id");
+  if (!inst[0] || !strcmp(inst, b->cp_instance)) return;
+  snprintf(b->cp_instance, sizeof b->cp_instance, "%s", inst);
+  felix_log_event("info", "control-plane instance", "instance_id", inst, NULL);
+  broker_publish_inventory(b);
 }
 
 static void apply_leaders(broker *b, const cJSON *leaders) {
@@ -179,6 +218,7 @@ static void apply_deletions(broker *b, const cJSON *deleted) {
 void broker_apply_cp(broker *b, const char *json) {
   cJSON *j = cJSON_Parse(json);
   if (!j) return;
+  note_cp_instance(b, j);
   apply_leaders(b, cJSON_GetObjectItem(j, "leaders"));
   apply_deletions(b, cJSON_GetObjectItem(j, "deleted_streams"));
   const cJSON *a;

@@ -107,7 +107,6 @@ typedef struct cp_session {
   CURL *curl;
   char token[256];
   char incarnation[128];
-  char instance[64];
   bool registered;
   uint64_t seq;
   http_resp resp;
@@ -134,17 +133,8 @@ static char *take_inventory(broker *b, bool force) {
 
 static void deliver(cp_session *cs) {
   broker *b = cs->b;
-  cJSON *j = cJSON_Parse(cs->resp.body ? cs->resp.body : "");
-  const cJSON *inst = j ? cJSON_GetObjectItem(j, "instance_id") : NULL;
-  if (cJSON_IsString(inst) && strcmp(inst->valuestring, cs->instance)) {
-    if (cs->instance[0]) { /* a new control-plane instance: send the inventory again */
-      pthread_mutex_lock(&b->mb.mu);
-      b->mb.inventory_dirty = true;
-      pthread_mutex_unlock(&b->mb.mu);
-    }
-    snprintf(cs->instance, sizeof cs->instance, "%s", inst->valuestring);
-  }
-  cJSON_Delete(j);
+  /* A new control-plane instance is noticed by the loop (broker_apply_cp),
+   * which publishes an inventory stamped with it: only that one counts. */
   pthread_mutex_lock(&b->mb.mu);
   free(b->mb.assignments_json);
   b->mb.assignments_json = cs->resp.body;

@@ -51,10 +51,23 @@ static void hello_reply(conn *c, uint32_t corr, felix_peer_hello_reply *r) {
 }
 
 /* Takes the promise of h (§3.4): only for a higher generation, or again from
- * the same process for the same one. Returns 0, or a refusal in r. */
+ * the same process for the same one, and only for a fence of the control
+ * plane instance this copy last heard from (§4.8). Returns 0, or a refusal
+ * in r. */
 static int take_promise(broker *b, shard *s, const felix_peer_hello *h, felix_peer_hello_reply *r) {
-  if (ballot_names(&s->ballot, h->generation, h->leader, h->leader_copy_id, h->leader_incarnation)) return 0;
-  if (h->generation <= s->ballot.generation) {
+  felix_promise_ask ask = {.generation = h->generation, .leader = h->leader, .leader_copy_id = h->leader_copy_id,
+                           .leader_incarnation = h->leader_incarnation, .cp_instance = h->cp_instance};
+  felix_promise_verdict v = felix_promise_judge(&s->ballot, &ask, b->cp_instance);
+  if (v == FELIX_PROMISE_HELD) return 0;
+  if (v == FELIX_PROMISE_OLD_CP) {
+    r->status = FELIX_PS_REFUSED;
+    snprintf(r->message, sizeof r->message,
+             "%s/%u on %s refuses a fence carrying an assignment of control-plane instance %.40s: it last heard "
+             "from instance %.40s (the fence goes on once both hear from the same one)",
+             s->stream, s->index, b->cfg.id, h->cp_instance, b->cp_instance[0] ? b->cp_instance : "(none yet)");
+    return -1;
+  }
+  if (v == FELIX_PROMISE_LOWER) {
     r->status = FELIX_PS_REFUSED;
     snprintf(r->message, sizeof r->message, "%s/%u on %s promised generation %" PRIu64 " to %s", s->stream, s->index,
              b->cfg.id, s->ballot.generation, s->ballot.has_leader ? s->ballot.leader : "nobody yet");

@@ -107,6 +107,7 @@ static void send_hello(peer_link *l) {
   snprintf(h.leader_copy_id, sizeof h.leader_copy_id, "%s", s->ballot.copy_id);
   snprintf(h.stream, sizeof h.stream, "%s", s->stream);
   snprintf(h.stream_uuid, sizeof h.stream_uuid, "%s", s->ballot.stream_uuid);
+  if (s->fencing) snprintf(h.cp_instance, sizeof h.cp_instance, "%s", s->fence_cp_instance);
   felix_buf out = {0};
   felix_peer_hello_encode(&out, ++l->corr, &h);
   l->state = LINK_HELLO;
@@ -590,6 +591,7 @@ void peer_start_fence(broker *b, shard *s) {
   }
   peer_links_stop(b, s);
   s->fencing = true;
+  snprintf(s->fence_cp_instance, sizeof s->fence_cp_instance, "%s", b->cp_instance);
   char g[32];
   snprintf(g, sizeof g, "%" PRIu64, s->ballot.generation);
   felix_log_event("info", "fencing", "shard", s->dir_name, "generation", g, NULL);

@@ -185,6 +185,13 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
     shard_stop_leading(b, s, "the control plane's pin no longer names this process");
   bool same_promise = generation == s->ballot.generation && s->ballot.has_leader && !strcmp(s->ballot.leader, leader) &&
                       !strcmp(s->ballot.leader_copy_id, leader_copy) && !strcmp(s->ballot.leader_incarnation, leader_inc);
+  if (same_promise && s->fencing && names_this_process(b, s, leader, leader_copy, leader_inc) &&
+      strcmp(s->fence_cp_instance, b->cp_instance) != 0) {
+    /* The instance that now speaks still names this process (§4.8): replicas
+     * that refused the old instance's fence answer its retries. */
+    snprintf(s->fence_cp_instance, sizeof s->fence_cp_instance, "%s", b->cp_instance);
+    return;
+  }
   if (same_promise && (s->leading || s->fencing || !names_this_process(b, s, leader, leader_copy, leader_inc))) return;
   if (!strcmp(leader, b->cfg.id) && !names_this_process(b, s, leader, leader_copy, leader_inc)) {
     felix_log_event("warn", "refusing to lead: the pin names another copy or incarnation", "shard", s->dir_name,

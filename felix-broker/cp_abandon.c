@@ -131,6 +131,10 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
   }
   *sh = next;
   cp_fence_watch_start(cp, sh);
+  /* The operator decided in place of the inventories it waited for (and gave
+   * the generation floor): the wait is over, the new pin is handed out. */
+  cp_shard_mem *m = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  if (m) m->inventories_in = true;
 }
 
 int64_t cp_abandon_estimate(cp_state *cp, const cp_shard_row *sh) {
@@ -149,12 +153,17 @@ void cp_abandon(cp_state *cp, const cp_abandon_req *q, cp_abandon_result *r, cp_
   if (cp_store_stream_by_name(cp->store, q->stream, &stream, &found, &err) == FELIX_OK && found)
     cp_store_shard_get(cp->store, stream.uuid, q->shard, &sh, &found, &err);
   if (!found) return cp_outcome_fail(out, 404, "felixctl shard list shows the shards", "shard %s/%d does not exist", q->stream, q->shard);
-  if (!strcmp(sh.state, "Active"))
+  /* An Active shard the control plane cannot trust (§4.8: waiting for
+   * inventories, or a higher generation seen) may be stuck: it is the
+   * operator's once the start-up lease has passed. */
+  if (!strcmp(sh.state, "Active") && !cp_shard_unsure(cp, &sh))
     return cp_outcome_fail(out, 409, "placement abandon is for a shard stuck at NoCaughtUpReplica or Fencing",
                            "refused: %s/%d is Active at generation %" PRId64, q->stream, q->shard, sh.generation);
   if (cp_waiting_for_inventories(cp))
     return cp_outcome_fail(out, 409, "retry once every broker has re-sent its inventory (felixctl cluster status)",
                            "refused: the control plane started recently and is still waiting for inventories");
+  char waiting_for[FELIX_MAX_REPLICAS][CP_ID_MAX];
+  int nwait = cp_shard_waiting_for(cp, &sh, waiting_for);
   felix_abandon_copy c[FELIX_MAX_REPLICAS];
   const cp_inv_entry *inv[FELIX_MAX_REPLICAS];
   felix_abandon_verdict v;
@@ -162,8 +171,24 @@ void cp_abandon(cp_state *cp, const cp_abandon_req *q, cp_abandon_result *r, cp_
     return cp_outcome_fail(out, 409, "start a broker on the copy's directory (or a new broker under the same id on an empty one)",
                            "refused: no live copy of %s/%d", q->stream, q->shard);
   fill_result(&sh, c, &v, r);
+  r->waiting = nwait > 0;
+  r->nwaiting_for = nwait;
+  memcpy(r->waiting_for, waiting_for, sizeof waiting_for);
   if (q->dry_run) return;
+  if (nwait > 0 && q->above_generation <= 0)
+    /* §4.8: the copies it waits for may have promised generations it does not
+     * know; a number it issued again would be two histories under one. */
+    return cp_outcome_fail(out, 409,
+                           "bring those brokers back, or give --above-generation N with N at least the highest "
+                           "generation any of their copies may hold (felix-inspect ballot on their directories, or the "
+                           "history of the lost database)",
+                           "refused: %s/%d still waits for inventories from %d of its replicas (%s%s%s%s%s): they may "
+                           "hold a generation above the %" PRId64 " it knows",
+                           q->stream, q->shard, nwait, waiting_for[0], nwait > 1 ? ", " : "", nwait > 1 ? waiting_for[1] : "",
+                           nwait > 2 ? ", " : "", nwait > 2 ? "..." : "",
+                           sh.seen_generation > sh.generation ? sh.seen_generation : sh.generation);
   if (!expectations_hold(&sh, q, &c[v.chosen], &v, out)) return;
+  if (q->above_generation > sh.seen_generation) sh.seen_generation = q->above_generation;
   issue(cp, &sh, v.chosen, inv, &v, out);
   if (out->status == 200) {
     r->generation = sh.generation;

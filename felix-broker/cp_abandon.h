@@ -11,6 +11,9 @@ typedef struct cp_abandon_req {
   int64_t expect_generation;
   const char *expect_copy;   /* "BROKER:COPY_ID" */
   const char *expect_digest; /* optional */
+  /* While the shard still waits for inventories (§4.8): the operator's word
+   * that no copy holds a generation above this; the new one goes above it. */
+  int64_t above_generation;
 } cp_abandon_req;
 
 typedef struct cp_abandon_copy {
@@ -26,6 +29,9 @@ typedef struct cp_abandon_result {
   char digest[17];
   int ncopies;
   cp_abandon_copy copies[FELIX_MAX_REPLICAS];
+  bool waiting;                          /* the shard still waits for inventories */
+  char waiting_for[FELIX_MAX_REPLICAS][CP_ID_MAX]; /* the slots that have not answered */
+  int nwaiting_for;
 } cp_abandon_result;
 
 /* 200 with r filled (a dry run changes nothing); 404 no shard; 409 refused

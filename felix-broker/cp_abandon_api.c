@@ -36,6 +36,9 @@ static cJSON *result_json(const char *stream, int shard, const cp_abandon_result
     cJSON_AddNumberToObject(x, "keeps", (double)r->copies[i].kept);
     cJSON_AddItemToArray(cs, x);
   }
+  /* §4.8: the replicas a shard still waits for; acting then needs above_generation. */
+  cJSON *w = cJSON_AddArrayToObject(o, "waiting_for");
+  for (int i = 0; i < r->nwaiting_for; i++) cJSON_AddItemToArray(w, cJSON_CreateString(r->waiting_for[i]));
   return o;
 }
 
@@ -49,7 +52,8 @@ void cp_api_abandon(cp_state *cp, const cp_request *req, const char *stream, con
   bool ok = o && cpj_bool(o, "dry_run", false, &q.dry_run, why, sizeof why) &&
             cpj_int(o, "expect_generation", !q.dry_run, 0, INT64_MAX, &q.expect_generation, why, sizeof why) &&
             cpj_string(o, "expect_copy", !q.dry_run, 200, &q.expect_copy, why, sizeof why) &&
-            cpj_string(o, "expect_digest", !q.dry_run, 16, &q.expect_digest, why, sizeof why);
+            cpj_string(o, "expect_digest", !q.dry_run, 16, &q.expect_digest, why, sizeof why) &&
+            cpj_int(o, "above_generation", false, 1, INT64_MAX, &q.above_generation, why, sizeof why);
   if (!ok) {
     cJSON_Delete(o);
     return cp_reply_error(rep, 400, "see docs/control-plane-api.md", "%s", why);

@@ -23,11 +23,16 @@ static void add_str_or_null(cJSON *o, const char *k, const char *v) {
   else cJSON_AddNullToObject(o, k);
 }
 
-static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *bs, size_t nb) {
+/* unsure: the control plane cannot yet trust its store for this shard
+ * (§4.8): the assignment carries no ballot (leader null), so no copy takes
+ * an old pin from a restored database. */
+static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *bs, size_t nb, bool unsure,
+                         int nshards) {
   cJSON *a = cJSON_CreateObject();
   cJSON_AddStringToObject(a, "stream", sh->stream);
   cJSON_AddStringToObject(a, "stream_uuid", sh->stream_uuid);
   cJSON_AddNumberToObject(a, "shard", sh->shard);
+  cJSON_AddNumberToObject(a, "shards", nshards); /* the broker keeps it in the copy's stream file */
   cJSON_AddNumberToObject(a, "replicas", sh->replicas);
   cJSON_AddStringToObject(a, "acks", sh->acks);
   cJSON_AddNumberToObject(a, "generation", (double)sh->generation);
@@ -38,7 +43,7 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
   const char *me = sh->slots[slot].broker;
   cJSON_AddStringToObject(a, "role", sh->generation == 0 ? "replica" : !strcmp(sh->leader, me) ? "leader" : "follower");
   cJSON_AddBoolToObject(a, "create_copy", sh->slots[slot].copy_id[0] == '\0');
-  if (sh->generation > 0 && sh->leader[0]) {
+  if (sh->generation > 0 && sh->leader[0] && !unsure) {
     cJSON *l = cJSON_AddObjectToObject(a, "leader");
     cJSON_AddStringToObject(l, "broker", sh->leader);
     cJSON_AddStringToObject(l, "address", address_of(bs, nb, sh->leader));
@@ -72,35 +77,46 @@ static cJSON *leader_entry(const cp_shard_row *sh, const cp_broker_row *bs, size
   return l;
 }
 
+static int shards_of(const cp_stream_row *st, size_t n, const char *uuid) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(st[i].uuid, uuid)) return st[i].shards;
+  return 0;
+}
+
 /* Adds "assignments", "leaders" and "deleted_streams" for broker to o. */
 static bool add_placement(cp_state *cp, const char *broker, cJSON *o) {
   felix_err err;
   cp_shard_row *sh = NULL;
   cp_broker_row *bs = NULL;
+  cp_stream_row *st = NULL;
   char(*del)[40] = NULL;
-  size_t nsh = 0, nb = 0, nd = 0;
+  size_t nsh = 0, nb = 0, nd = 0, nst = 0;
   bool ok = cp_store_shards_list(cp->store, NULL, &sh, &nsh, &err) == FELIX_OK &&
             cp_store_brokers_list(cp->store, &bs, &nb, &err) == FELIX_OK &&
+            cp_store_streams_list(cp->store, &st, &nst, &err) == FELIX_OK &&
             cp_store_deleted_uuids(cp->store, &del, &nd, &err) == FELIX_OK;
   if (ok) {
     cJSON *as = cJSON_AddArrayToObject(o, "assignments");
     cJSON *ls = cJSON_AddArrayToObject(o, "leaders");
     cJSON *ds = cJSON_AddArrayToObject(o, "deleted_streams");
     for (size_t k = 0; k < nsh; k++) {
+      bool unsure = cp_shard_unsure(cp, &sh[k]);
       for (int i = 0; i < sh[k].nslots; i++)
-        if (!strcmp(sh[k].slots[i].broker, broker)) cJSON_AddItemToArray(as, assignment(&sh[k], i, bs, nb));
-      if (sh[k].generation > 0 && sh[k].leader[0]) cJSON_AddItemToArray(ls, leader_entry(&sh[k], bs, nb));
+        if (!strcmp(sh[k].slots[i].broker, broker))
+          cJSON_AddItemToArray(as, assignment(&sh[k], i, bs, nb, unsure, shards_of(st, nst, sh[k].stream_uuid)));
+      /* an unsure shard's stored leader may be a deposed one: clients get none */
+      if (sh[k].generation > 0 && sh[k].leader[0] && !unsure) cJSON_AddItemToArray(ls, leader_entry(&sh[k], bs, nb));
     }
     for (size_t k = 0; k < nd; k++) cJSON_AddItemToArray(ds, cJSON_CreateString(del[k]));
   }
   free(sh);
   free(bs);
+  free(st);
   free(del);
   return ok;
 }
 
 static void add_timing(cp_state *cp, cJSON *o) {
-  cJSON_AddStringToObject(o, "instance_id", cp->instance_id);
   cJSON_AddNumberToObject(o, "lease_ms", (double)cp->lease_ms);
   cJSON_AddNumberToObject(o, "heartbeat_ms", (double)cp->heartbeat_ms);
 }
@@ -113,6 +129,9 @@ static void reply_json(cp_reply *rep, int status, cJSON *o) {
 }
 
 static void reply_placement(cp_state *cp, const char *broker, cJSON *o, bool timing, cp_reply *rep) {
+  /* Every placement says whose it is: a broker refuses fences of another
+   * instance's assignments once it has seen this one (§4.8). */
+  cJSON_AddStringToObject(o, "instance_id", cp->instance_id);
   if (timing) add_timing(cp, o);
   if (!add_placement(cp, broker, o)) {
     cJSON_Delete(o);
@@ -253,6 +272,7 @@ static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *w
   int64_t shard = 0;
   memset(s, 0, sizeof *s);
   bool ok = cJSON_IsObject(e) && cpj_string(e, "stream", true, 64, &s->stream, why, WHY_CAP) &&
+            cpj_string(e, "stream_uuid", false, 39, &s->stream_uuid, why, WHY_CAP) &&
             cpj_int(e, "shard", true, 0, 1023, &shard, why, WHY_CAP) &&
             cpj_int(e, "generation", true, 0, INT64_MAX, &s->generation, why, WHY_CAP) &&
             cpj_string(e, "copy_id", true, 32, &s->copy_id, why, WHY_CAP) &&

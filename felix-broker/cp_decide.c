@@ -46,7 +46,13 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
     s->floor = 0;
     return true;
   }
-  bool fresh_shard = sh->generation == 0 && e->log_end == 0;
+  /* A shard the store held at generation 0 when it started records its
+   * copies only once every slot has answered (cp_evaluate_shard): until then
+   * an empty copy could be a wiped one whose promises are gone (§4.8). */
+  if (sh->generation == 0 && cp_shard_waiting(cp, sh)) return changed;
+  /* Nothing was ever issued: an empty copy that promised nothing is measured
+   * at (0, 0). Once any copy promised a generation, a new copy is a stranger. */
+  bool fresh_shard = sh->generation == 0 && sh->seen_generation == 0 && e->log_end == 0 && e->ballot_generation == 0;
   if (at_start && !strcmp(s->copy_id, e->copy_id) && !s->stranger && e->log_end < s->floor) {
     /* §4.5: the copy's own inventory under unchanged ids shows less than it
      * was once measured holding: a rolled-back snapshot or a lost write. */
@@ -150,7 +156,7 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
 /* §4.6: the leader reported no quorum for longer than a lease (a leader whose
  * own disk hangs counts itself out); it is passed over for two leases. */
 static bool no_quorum_too_long(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
-  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, false);
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
   if (!w || w->no_quorum_generation != sh->generation || w->no_quorum_ms <= (int64_t)cp->lease_ms || sh->nslots < 2)
     return false;
   snprintf(w->passed_over, sizeof w->passed_over, "%s", sh->leader);
@@ -234,7 +240,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
  * a paused control plane never fires it. */
 static const char *fence_timed_out(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
   if (strcmp(sh->state, "Fencing") != 0) return NULL;
-  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, true);
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
   if (!w) return NULL;
   if (w->generation != sh->generation) { /* first seen Fencing since a start */
     cp_fence_watch_start(cp, sh);
@@ -249,14 +255,49 @@ static const char *fence_timed_out(cp_state *cp, const cp_shard_row *sh, char *w
   return why;
 }
 
+/* §4.8: a copy promised a generation above the stored one (a restored
+ * database): fail over above everything seen before trusting anything. */
+static const char *higher_generation_seen(const cp_shard_row *sh, char *why, size_t cap) {
+  if (sh->seen_generation <= sh->generation) return NULL;
+  snprintf(why, cap,
+           "a copy promised generation %" PRId64 " above the stored %" PRId64
+           " (a restored control-plane database?): a new generation above it",
+           sh->seen_generation, sh->generation);
+  return why;
+}
+
+/* The copies the live inventories list for sh's empty slots (note_copy),
+ * committed; for a generation-0 shard whose wait just ended. */
+static void record_live_copies(cp_state *cp, cp_shard_row *sh) {
+  felix_err err;
+  bool changed = false;
+  if (cp_store_begin(cp->store, &err)) return;
+  for (int i = 0; i < sh->nslots; i++) {
+    const cp_inv_entry *e = cp_inventory_find(cp, sh->slots[i].broker, sh->stream_uuid, sh->shard);
+    cp_broker_row b;
+    bool found;
+    if (!e || sh->slots[i].copy_id[0] || cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found)
+      continue;
+    changed |= note_copy(cp, &b, e, sh, false, &err);
+  }
+  if (!changed || cp_store_shard_put(cp->store, sh, &err) || cp_store_commit(cp->store, &err)) cp_store_rollback(cp->store);
+}
+
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
+  /* §4.8: no decision before inventories. Asked on every evaluation (every
+   * inventory triggers one), so the wait ends as soon as they are in. */
+  if (cp_shard_waiting(cp, sh)) return;
+  char why[300];
   if (sh->generation == 0) {
+    record_live_copies(cp, sh);
+    /* A copy promised a generation the store never issued (a restored
+     * database): not a new shard — a failover above it, counted copies only. */
+    if (higher_generation_seen(sh, why, sizeof why)) return failover(cp, sh, why);
     issue_first(cp, sh);
     return;
   }
-  char why[300];
-  const char *lost = leader_lost(cp, sh, why, sizeof why);
-  if (!lost && !cp_shard_waiting(cp, sh)) lost = fence_timed_out(cp, sh, why, sizeof why);
-  if (!lost || cp_shard_waiting(cp, sh)) return; /* §4.8: no decision before inventories */
-  failover(cp, sh, lost);
+  const char *lost = higher_generation_seen(sh, why, sizeof why); /* said first: it explains the rest */
+  if (!lost) lost = leader_lost(cp, sh, why, sizeof why);
+  if (!lost) lost = fence_timed_out(cp, sh, why, sizeof why);
+  if (lost) failover(cp, sh, lost);
 }

@@ -123,8 +123,8 @@ int64_t cp_inv_generation_at(const cp_inv_entry *e, int64_t offset) {
 /* Reads one inventory entry; prefix names it in errors ("inventory[2]"). */
 static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char *why, size_t cap) {
   char f[64];
-  const char *stream = "", *uuid = "", *copy = "", *bleader = "";
-  int64_t shard = 0;
+  const char *stream = "", *uuid = "", *copy = "", *bleader = "", *inst = "", *acks = "";
+  int64_t shard = 0, nshards = 0, replicas = 0;
   memset(x, 0, sizeof x[0]);
   if (!cJSON_IsObject(e)) {
     snprintf(why, cap, "%s must be an object", prefix);
@@ -139,7 +139,11 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
             cpj_int(e, "last_generation", false, 0, INT64_MAX, &x->last_generation, why, cap) &&
             cpj_int(e, "ballot_generation", false, 0, INT64_MAX, &x->ballot_generation, why, cap) &&
             cpj_string(e, "ballot_leader", false, 64, &bleader, why, cap) &&
-            cpj_bool(e, "gone", false, &x->gone, why, cap);
+            cpj_bool(e, "gone", false, &x->gone, why, cap) &&
+            cpj_string(e, "cp_instance", false, 63, &inst, why, cap) &&
+            cpj_int(e, "shards", false, 0, 1024, &nshards, why, cap) &&
+            cpj_int(e, "replicas", false, 0, FELIX_MAX_REPLICAS, &replicas, why, cap) &&
+            cpj_string(e, "acks", false, 7, &acks, why, cap);
   if (ok && !cp_valid_hex32(copy)) {
     snprintf(why, cap, "field copy_id is '%s', must be 32 lowercase hex characters", copy);
     ok = false;
@@ -158,6 +162,10 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
   snprintf(x->copy_id, sizeof x->copy_id, "%s", copy);
   if (!inv_generations(cJSON_GetObjectItem(e, "generations"), prefix, x, why, cap)) return false;
   snprintf(x->ballot_leader, sizeof x->ballot_leader, "%s", bleader);
+  snprintf(x->cp_instance, sizeof x->cp_instance, "%s", inst);
+  x->shards = (int)nshards;
+  x->replicas = (int)replicas;
+  snprintf(x->acks, sizeof x->acks, "%s", acks);
   x->shard = (int)shard;
   return true;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cp_adopt.h"
 #include "cp_api.h"
 #include "cp_json.h"
 #include "felix/fileutil.h"
@@ -114,6 +115,7 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   add_str_or_null(o, "leader_copy_id", led ? sh->leader_copy_id : NULL);
   add_str_or_null(o, "leader_incarnation", led ? sh->leader_incarnation : NULL);
   cJSON_AddBoolToObject(o, "waiting_for_inventories", sh->generation > 0 && cp_shard_waiting(cp, sh));
+  cJSON_AddNumberToObject(o, "seen_generation", (double)sh->seen_generation);
   cJSON *rs = cJSON_AddArrayToObject(o, "replicas");
   for (int i = 0; i < sh->nslots; i++)
     cJSON_AddItemToArray(rs, replica_json(cp, sh, &sh->slots[i], find_broker(bs, nb, sh->slots[i].broker)));
@@ -320,6 +322,24 @@ static void one_stream(cp_state *cp, const cp_request *req, const char *name, cp
   else stream_reply(cp, &s, 200, rep);
 }
 
+/* POST /v1/streams/{name}/adopt {"uuid": optional} (§4.8). */
+static void adopt_stream(cp_state *cp, const cp_request *req, const char *name, cp_reply *rep) {
+  char why[512] = "";
+  const char *uuid = NULL;
+  cJSON *o = req->body_len ? cpj_parse_object(req->body, req->body_len, why, sizeof why) : cJSON_CreateObject();
+  if (!o || !cpj_string(o, "uuid", false, 39, &uuid, why, sizeof why)) {
+    cp_reply_error(rep, 400, "see docs/control-plane-api.md", "%s", why);
+    cJSON_Delete(o);
+    return;
+  }
+  cp_stream_row s;
+  cp_outcome out;
+  cp_stream_adopt(cp, name, uuid && *uuid ? uuid : NULL, &s, &out);
+  cJSON_Delete(o);
+  if (out.status != 201) cp_reply_outcome(rep, &out);
+  else stream_reply(cp, &s, 201, rep);
+}
+
 static bool valid_state(const char *s) {
   return !strcmp(s, "Active") || !strcmp(s, "Fencing") || !strcmp(s, "NoCaughtUpReplica");
 }
@@ -409,6 +429,8 @@ void cp_api_operator(cp_state *cp, const cp_request *req, char **path, int npath
     if (method_is(req, "GET,POST", rep)) !strcmp(req->method, "GET") ? get_streams(cp, rep) : post_stream(cp, req, rep);
   } else if (!strcmp(r, "streams") && npath == 2) {
     if (method_is(req, "GET,DELETE", rep)) one_stream(cp, req, path[1], rep);
+  } else if (!strcmp(r, "streams") && npath == 3 && !strcmp(path[2], "adopt")) {
+    if (method_is(req, "POST", rep)) adopt_stream(cp, req, path[1], rep);
   } else if (!strcmp(r, "shards") && npath == 1) {
     if (method_is(req, "GET", rep)) get_shards(cp, req, rep);
   } else if (!strcmp(r, "shards") && npath == 4 && !strcmp(path[3], "abandon")) {

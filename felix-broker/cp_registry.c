@@ -205,7 +205,7 @@ static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker
     s->stranger = false;
   }
   if (v->active && measure_followers(cp, sh, r, err)) return err->status;
-  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, true);
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
   if (w) w->no_quorum_generation = sh->generation, w->no_quorum_ms = r->no_quorum_ms;
   if (cp_store_shard_put(cp->store, sh, err)) return err->status;
   if (v->active && !was_active)
@@ -234,9 +234,25 @@ static bool judge_one(cp_state *cp, const cp_broker_row *b, const cp_report_shar
     reject(rej, nrej, r, "unknown stream or shard");
     return false;
   }
+  if (r->stream_uuid && r->stream_uuid[0] && strcmp(r->stream_uuid, sh.stream_uuid)) {
+    /* A report of a deleted stream's copy, sent before its broker applied the
+     * deletion: it says nothing of the stream created again under the name. */
+    reject(rej, nrej, r, "a report of another stream of that name (a deleted one)");
+    return false;
+  }
   /* A generation above any we know raises the counter (§4.6), accepted or not. */
   bool seen_raised = r->generation > sh.seen_generation && r->generation > sh.generation;
   if (seen_raised) sh.seen_generation = r->generation;
+  if (cp_shard_unsure(cp, &sh)) {
+    /* §4.8, the model's Finding 6: a restored database may pin a deposed
+     * leader as the Active one; its report must not measure or clear a copy. */
+    reject(rej, nrej, r,
+           sh.seen_generation > sh.generation
+               ? "a copy promised a generation above the one the control plane stores: no report is accepted until it fails over above it"
+               : "the control plane waits for inventories after its start: no report is accepted until a majority of the copies it names have sent one");
+    if (seen_raised) cp_store_shard_put(cp->store, &sh, err);
+    return false;
+  }
   felix_pin pin = {.generation = sh.generation, .broker = sh.leader[0] ? sh.leader : NULL,
                    .copy_id = sh.leader_copy_id, .incarnation = sh.leader_incarnation};
   felix_shard_report fr = {.broker = b->id, .copy_id = r->copy_id, .incarnation = b->incarnation,

@@ -36,7 +36,6 @@ void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv) {
   free(l->inv);
   l->inv = NULL;
   l->ninv = 0;
-  l->inventory_seen = true;
   if (ninv == 0) return;
   l->inv = malloc(ninv * sizeof *inv);
   if (!l->inv) return;
@@ -48,6 +47,8 @@ void cp_live_renew(cp_state *cp, cp_live *l) {
   l->renewed_ms = cp->clock.now_ms;
   l->was_alive = true;
 }
+
+static felix_status snapshot_shards(cp_state *cp, felix_err *err);
 
 felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instance_id, uint64_t lease_ms,
                            uint64_t real_now_ms, felix_err *err) {
@@ -81,6 +82,10 @@ felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instan
   }
   for (size_t i = 0; i < n; i++) cp_live_get(cp, bs[i].id, true); /* one fresh lease each */
   free(bs);
+  if (snapshot_shards(cp, err)) {
+    cp_state_close(cp);
+    return err->status;
+  }
   return FELIX_OK;
 }
 
@@ -133,14 +138,58 @@ const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const ch
   return NULL;
 }
 
+/* Slot i's inventory entry for sh, if it was built for this instance. */
+static const cp_inv_entry *current_entry(cp_state *cp, const cp_shard_row *sh, int i) {
+  const cp_inv_entry *e = cp_inventory_find(cp, sh->slots[i].broker, sh->stream_uuid, sh->shard);
+  return e && !e->gone && !strcmp(e->cp_instance, cp->instance_id) ? e : NULL;
+}
+
+/* Slot i has answered the wait: an inventory of this instance, under the
+ * copy id stored at the start (any copy for a generation-0 shard). */
+static bool slot_answered(cp_state *cp, const cp_shard_row *sh, const cp_shard_mem *m, int i) {
+  const cp_inv_entry *e = current_entry(cp, sh, i);
+  return e && (sh->generation == 0 || (m->named[i][0] && !strcmp(e->copy_id, m->named[i])));
+}
+
+int cp_shard_waiting_for(cp_state *cp, const cp_shard_row *sh, char out[][CP_ID_MAX]) {
+  if (!cp_shard_waiting(cp, sh)) return 0;
+  const cp_shard_mem *m = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  int n = 0;
+  for (int i = 0; i < sh->nslots; i++)
+    if (!slot_answered(cp, sh, m, i)) snprintf(out[n++], CP_ID_MAX, "%s", sh->slots[i].broker);
+  return n;
+}
+
 bool cp_shard_waiting(cp_state *cp, const cp_shard_row *sh) {
-  if (cp->grace_over) return false;
-  int seen = 0;
-  for (int i = 0; i < sh->nslots; i++) {
-    cp_live *l = cp_live_get(cp, sh->slots[i].broker, false);
-    seen += l && l->inventory_seen;
+  cp_shard_mem *m = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  if (!m || !m->at_start || m->inventories_in) return false; /* made in this instance, or over */
+  int counted = 0;
+  for (int i = 0; i < sh->nslots; i++) counted += slot_answered(cp, sh, m, i);
+  if (counted < (sh->generation == 0 ? sh->nslots : sh->nslots / 2 + 1)) return true;
+  m->inventories_in = true; /* once over, over until the next start */
+  return false;
+}
+
+/* Every shard the store holds now waits for inventories (cp_shard_waiting). */
+static felix_status snapshot_shards(cp_state *cp, felix_err *err) {
+  cp_shard_row *rows = NULL;
+  size_t n = 0;
+  if (cp_store_shards_list(cp->store, NULL, &rows, &n, err)) return err->status;
+  for (size_t k = 0; k < n; k++) {
+    cp_shard_mem *m = cp_shard_mem_get(cp, rows[k].stream_uuid, rows[k].shard, true);
+    if (!m) {
+      free(rows);
+      return felix_fail(err, FELIX_E_IO, "out of memory");
+    }
+    m->at_start = true;
+    for (int i = 0; i < rows[k].nslots; i++) snprintf(m->named[i], sizeof m->named[i], "%s", rows[k].slots[i].copy_id);
   }
-  return seen < sh->nslots / 2 + 1;
+  free(rows);
+  return FELIX_OK;
+}
+
+bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh) {
+  return sh->generation > 0 && (sh->seen_generation > sh->generation || cp_shard_waiting(cp, sh));
 }
 
 bool cp_waiting_for_inventories(cp_state *cp) {
@@ -183,24 +232,24 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
   bool changed = notice_lapses(cp);
   if (!cp->grace_over && cp->clock.now_ms >= cp->lease_ms) {
     cp->grace_over = true;
-    cp_log("info", "start-up wait for inventories ended", NULL);
+    cp_log("info", "a lease has passed since the start: a shard still waiting for inventories may be abandoned", NULL);
     changed = true;
   }
   if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
 }
 
-cp_fence_watch *cp_fence_watch_get(cp_state *cp, const char *stream_uuid, int shard, bool create) {
+cp_shard_mem *cp_shard_mem_get(cp_state *cp, const char *stream_uuid, int shard, bool create) {
   for (size_t i = 0; i < cp->nwatch; i++)
     if (cp->watches[i].shard == shard && !strcmp(cp->watches[i].stream_uuid, stream_uuid)) return &cp->watches[i];
   if (!create) return NULL;
   if (cp->nwatch == cp->capwatch) {
     size_t nc = cp->capwatch ? cp->capwatch * 2 : 16;
-    cp_fence_watch *nw = realloc(cp->watches, nc * sizeof *nw);
+    cp_shard_mem *nw = realloc(cp->watches, nc * sizeof *nw);
     if (!nw) return NULL;
     cp->watches = nw;
     cp->capwatch = nc;
   }
-  cp_fence_watch *w = &cp->watches[cp->nwatch++];
+  cp_shard_mem *w = &cp->watches[cp->nwatch++];
   memset(w, 0, sizeof *w);
   snprintf(w->stream_uuid, sizeof w->stream_uuid, "%s", stream_uuid);
   w->shard = shard;
@@ -208,7 +257,7 @@ cp_fence_watch *cp_fence_watch_get(cp_state *cp, const char *stream_uuid, int sh
 }
 
 void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
-  cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, true);
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
   if (!w) return;
   w->generation = sh->generation;
   w->since_ms = cp->clock.now_ms;
@@ -217,14 +266,14 @@ void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
 
 bool cp_fence_watch_due(cp_state *cp) {
   for (size_t i = 0; i < cp->nwatch; i++) {
-    const cp_fence_watch *w = &cp->watches[i];
+    const cp_shard_mem *w = &cp->watches[i];
     if (w->generation > 0 && !w->fired && cp->clock.now_ms - w->since_ms > cp->lease_ms) return true;
   }
   return false;
 }
 
 bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker) {
-  const cp_fence_watch *w = cp_fence_watch_get(cp, sh->stream_uuid, sh->shard, false);
+  const cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
   return w && !strcmp(w->passed_over, broker) && cp->clock.now_ms < w->passed_until_ms;
 }
 

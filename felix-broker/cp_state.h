@@ -31,6 +31,12 @@ typedef struct cp_inv_entry {
   int64_t log_start, log_end, last_generation, ballot_generation;
   char ballot_leader[CP_ID_MAX];
   bool gone;                 /* the copy's directory was deleted under the broker: it holds nothing */
+  /* The control-plane instance the broker had heard from when it built this
+   * inventory: only an inventory built for this instance counts in the
+   * start-up wait (§4.8, the model's Finding 6). */
+  char cp_instance[64];
+  int shards, replicas;      /* the copy's stream file (0 when it has none): for stream adopt */
+  char acks[8];
   int ngens;                 /* the copy's generations file: (generation, start offset) */
   int64_t gens[CP_MAX_GENS][2];
 } cp_inv_entry;
@@ -44,16 +50,17 @@ typedef struct cp_live {
   char id[CP_ID_MAX];
   uint64_t renewed_ms;  /* lease clock time of the last renewal */
   bool was_alive;       /* at the previous tick: lapses are noticed once */
-  bool inventory_seen;  /* an inventory arrived since this start */
   bool draining;        /* its heartbeat says it is draining: hand its shards off (§4.9) */
   cp_inv_entry *inv;
   size_t ninv;
 } cp_live;
 
-/* A shard whose generation is Fencing, watched on the lease clock (§4.6: a
- * fence not complete within a lease is a trigger, and that leader-elect is
- * passed over for a while). Memory only: a restart watches afresh. */
-typedef struct cp_fence_watch {
+/* What the control plane remembers of a shard only while it runs: the fence
+ * of its current generation, watched on the lease clock (§4.6: a fence not
+ * complete within a lease is a trigger, and that leader-elect is passed over
+ * for a while), the pinned leader's last no-quorum report, and whether the
+ * start-up wait for its inventories is over (§4.8). A restart starts afresh. */
+typedef struct cp_shard_mem {
   char stream_uuid[40];
   int shard;
   int64_t generation;
@@ -62,7 +69,14 @@ typedef struct cp_fence_watch {
   char passed_over[CP_ID_MAX];
   uint64_t passed_until_ms;
   int64_t no_quorum_generation, no_quorum_ms; /* the pinned leader's last report of it */
-} cp_fence_watch;
+  /* §4.8: a shard the store held at this start waits for inventories built
+   * for this instance: `named` are its slots' copy ids as stored then (a copy
+   * the store knew existed when any backup was taken, so its ballot holds
+   * every promise it made since). A shard made in this instance has no wait. */
+  bool at_start;
+  char named[FELIX_MAX_REPLICAS][CP_HEX_MAX];
+  bool inventories_in; /* the wait is over (latched until the next start) */
+} cp_shard_mem;
 
 typedef struct cp_state {
   bool open; /* between cp_state_open and cp_state_close */
@@ -72,10 +86,10 @@ typedef struct cp_state {
   uint64_t lease_ms, heartbeat_ms;
   felix_lease_clock clock;
   int64_t started_at; /* unix seconds */
-  bool grace_over;    /* the post-start wait for inventories has ended */
+  bool grace_over;    /* a lease has passed since the start (brokers that run have sent inventories) */
   cp_live *live;
   size_t nlive, caplive;
-  cp_fence_watch *watches;
+  cp_shard_mem *watches;
   size_t nwatch, capwatch;
 } cp_state;
 
@@ -104,9 +118,25 @@ bool cp_broker_draining(cp_state *cp, const char *id);
 /* A heartbeat's "draining": true. Re-evaluates the shards it leads. Caller holds mu. */
 void cp_note_draining(cp_state *cp, const char *broker);
 uint64_t cp_broker_lease_age(cp_state *cp, const char *id);
-/* True while a start-up wait for inventories holds back a failover decision. */
-bool cp_waiting_for_inventories(cp_state *cp);
+/* §4.8, the model's Finding 6: after a start (or a restored database) a
+ * shard the store held waits until a majority of its slots have sent an
+ * inventory built for this instance under the copy id the store named for
+ * the slot at the start (a new copy — wiped, replaced, made anew — carries no
+ * promise and does not count). A shard the store held at generation 0 waits
+ * for an inventory of this instance from every slot, since its copies may
+ * be new. Not bounded in time — ending it early could miss a generation that
+ * a majority promised; a shard that cannot end it is for the operator
+ * (placement abandon --above-generation, after the first lease). */
 bool cp_shard_waiting(cp_state *cp, const cp_shard_row *sh);
+/* While it waits: the brokers of the slots that have not answered (out has
+ * room for nslots); their number, 0 when it does not wait. */
+int cp_shard_waiting_for(cp_state *cp, const cp_shard_row *sh, char out[][CP_ID_MAX]);
+/* True while some shard waits and a lease has not yet passed since the start. */
+bool cp_waiting_for_inventories(cp_state *cp);
+/* The control plane may not trust what it stores of the shard: it waits for
+ * inventories, or a copy promised a generation above the stored one. Then it
+ * accepts no report of the shard and hands out no ballot for it (§4.8). */
+bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh);
 /* The inventory entry of broker for (stream_uuid, shard), or NULL. */
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
 
@@ -134,6 +164,7 @@ typedef struct cp_report_follower {
 
 typedef struct cp_report_shard {
   const char *stream;
+  const char *stream_uuid; /* NULL or "": not sent (then only the name identifies the shard) */
   int shard;
   int64_t generation;
   const char *copy_id;

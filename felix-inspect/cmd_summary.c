@@ -36,6 +36,17 @@ static cJSON *generations_json(const felix_shard_survey *s) {
   return arr;
 }
 
+static cJSON *stream_json(const felix_shard_survey *s) {
+  if (!s->has_stream) return cJSON_CreateNull();
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "name", s->stream.name);
+  cJSON_AddStringToObject(j, "uuid", s->stream.uuid);
+  cJSON_AddNumberToObject(j, "shards", s->stream.shards);
+  cJSON_AddNumberToObject(j, "replicas", s->stream.replicas);
+  cJSON_AddStringToObject(j, "acks", s->stream.acks);
+  return j;
+}
+
 static cJSON *shard_json(const felix_shard_survey *s) {
   cJSON *j = cJSON_CreateObject();
   char stream[256], uuid16[17];
@@ -47,6 +58,7 @@ static cJSON *shard_json(const felix_shard_survey *s) {
   }
   cJSON_AddItemToObject(j, "ballot", ballot_json(s));
   cJSON_AddItemToObject(j, "generations", generations_json(s));
+  cJSON_AddItemToObject(j, "stream_file", stream_json(s));
   cJSON_AddNumberToObject(j, "segments", (double)s->nsegs);
   cJSON_AddNumberToObject(j, "start_offset", (double)s->start_offset);
   cJSON_AddNumberToObject(j, "end_offset", (double)s->end_offset);
@@ -87,6 +99,9 @@ static void print_shard(const felix_shard_survey *s, const next_start *ns) {
   if (s->has_ballot && ns && ns->have_storage_id && strcmp(s->ballot.storage_id, ns->sid.hex) != 0)
     printf("    note: the ballot's storage id differs from the directory's: the next start makes a new copy id\n");
   print_generations(s);
+  if (s->has_stream)
+    printf("    stream file: %s (uuid %s), %u shard(s), R=%u, acks %s\n", s->stream.name, s->stream.uuid, s->stream.shards,
+           s->stream.replicas, s->stream.acks);
   printf("    %zu segment(s), offsets [%" PRIu64 ", %" PRIu64 "), %" PRIu64 " record(s), %" PRIu64 " bytes\n", s->nsegs,
          s->start_offset, s->end_offset, s->records, s->bytes);
   for (size_t i = 0; i < s->problems.count; i++)

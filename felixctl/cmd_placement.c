@@ -58,9 +58,18 @@ static void print_abandon(const cJSON *j, bool dry_run) {
            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "live")) ? "live" : "down", ctl_field(c, "last_generation", lg),
            ctl_field(c, "log_end", le), ctl_field(c, "keeps", k));
   }
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "waiting_for");
+  bool waiting = cJSON_GetArraySize(w) > 0;
+  if (waiting) {
+    printf("the control plane still waits for inventories from:");
+    const cJSON *x;
+    cJSON_ArrayForEach(x, w) printf(" %s", cJSON_IsString(x) ? x->valuestring : "?");
+    printf("\n  their copies may hold a generation it does not know: acting needs --above-generation N,\n"
+           "  N at least the highest generation any of them may hold (felix-inspect ballot on their directories)\n");
+  }
   if (dry_run)
-    printf("to act: felixctl placement abandon %s/%s --yes --expect-generation %s --expect-copy %s --expect-digest %s\n",
-           stream, shard, gen, expect, dig);
+    printf("to act: felixctl placement abandon %s/%s --yes --expect-generation %s --expect-copy %s --expect-digest %s%s\n",
+           stream, shard, gen, expect, dig, waiting ? " --above-generation N" : "");
 }
 
 static int placement_abandon(const ctl_opts *o) {
@@ -79,6 +88,7 @@ static int placement_abandon(const ctl_opts *o) {
     cJSON_AddNumberToObject(body, "expect_generation", (double)o->expect_generation);
     cJSON_AddStringToObject(body, "expect_copy", o->expect_copy);
     cJSON_AddStringToObject(body, "expect_digest", o->expect_digest);
+    if (o->given & CTL_F_ABOVE_GENERATION) cJSON_AddNumberToObject(body, "above_generation", (double)o->above_generation);
   }
   char *text = cJSON_PrintUnformatted(body);
   cJSON_Delete(body);
@@ -96,9 +106,10 @@ const ctl_command ctl_cmd_placement_abandon = {
     .group = "placement",
     .verb = "abandon",
     .nargs = 1,
-    .flags = CTL_F_DRY_RUN | CTL_F_YES | CTL_F_EXPECT_GENERATION | CTL_F_EXPECT_COPY | CTL_F_EXPECT_DIGEST,
+    .flags = CTL_F_DRY_RUN | CTL_F_YES | CTL_F_EXPECT_GENERATION | CTL_F_EXPECT_COPY | CTL_F_EXPECT_DIGEST |
+             CTL_F_ABOVE_GENERATION,
     .usage = "placement abandon STREAM/SHARD [--dry-run] [--yes --expect-generation N --expect-copy BROKER:COPY "
-             "--expect-digest D]",
+             "--expect-digest D [--above-generation G]]",
     .summary = "re-place a stuck shard on the live copy with the fewest records at risk",
     .help = "\n"
             "The operator's escape for a shard stuck at NoCaughtUpReplica (or one\n"
@@ -114,11 +125,17 @@ const ctl_command ctl_cmd_placement_abandon = {
             "  --expect-copy B:COPY    the copy the dry run chose, as it printed it\n"
             "  --expect-digest D       the digest the dry run printed: the live copies,\n"
             "                          their ranks, the max HWM and the leader it saw\n"
+            "  --above-generation G    while the control plane still waits for some\n"
+            "                          replicas' inventories after a start (the dry run\n"
+            "                          names them): your word that none of their copies\n"
+            "                          holds a generation above G; the new one is above G\n"
             "\n"
             "It is refused (exit 4) without --yes, when the shard's generation, the\n"
             "chosen copy or the digest are no longer what the dry run showed, when\n"
-            "the shard is Active, while the control plane waits for inventories\n"
-            "after a start, and when no copy is live. The new leader's fence still needs a\n"
+            "the shard is Active (unless the control plane is unsure of it), during\n"
+            "the first lease after the control plane started, while it still waits\n"
+            "for some replicas' inventories without --above-generation, and when no\n"
+            "copy is live. The new leader's fence still needs a\n"
             "majority of promises and adopts the chosen copy only (it waits, Fencing,\n"
             "if a copy that promised outranks it: run the dry run again). A broker\n"
             "that was destroyed is replaced by starting a new one under the same\n"
@@ -128,6 +145,6 @@ const ctl_command ctl_cmd_placement_abandon = {
             "With -o json, prints the control plane's answer: {stream, shard, dry_run,\n"
             "generation, max_hwm, records_at_risk, digest, chosen {broker, copy_id,\n"
             "expect_copy}, copies [{broker, copy_id, live, last_generation, log_end,\n"
-            "keeps}]}.\n",
+            "keeps}], waiting_for [broker, ...]}.\n",
     .run = placement_abandon,
 };

@@ -1,5 +1,5 @@
-/* cmd_stream.c — `felixctl stream create|list|describe|delete`
- * (POST/GET/DELETE /v1/streams[/{name}]).
+/* cmd_stream.c — `felixctl stream create|list|describe|delete|adopt`
+ * (POST/GET/DELETE /v1/streams[/{name}], POST /v1/streams/{name}/adopt).
  *
  * Deleting a stream removes every copy of its records on every broker, so
  * `stream delete` asks on a terminal and, without one, refuses (exit 4)
@@ -51,23 +51,33 @@ static void print_stream(const cJSON *st) {
   print_shard_states(shards);
 }
 
+/* POSTs req (consumed) to path and prints the stream the control plane
+ * answers, as stream describe does, followed by `after` in table form. */
+static int post_stream(const ctl_opts *o, const char *path, cJSON *req, const char *after) {
+  char *body = cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  if (!body) return ctl_error(FELIX_EXIT_FAILURE, NULL, "out of memory");
+  ctl_reply r;
+  int rc = ctl_http(o, "POST", path, body, &r);
+  cJSON_free(body);
+  if (rc) return rc;
+  if (o->format == CTL_JSON) {
+    ctl_print_body(&r);
+  } else {
+    print_stream(r.json);
+    if (after) fputs(after, stdout);
+  }
+  ctl_reply_free(&r);
+  return FELIX_EXIT_OK;
+}
+
 static int stream_create(const ctl_opts *o) {
   cJSON *req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", o->args[0]);
   cJSON_AddNumberToObject(req, "shards", o->shards);
   cJSON_AddNumberToObject(req, "replicas", o->replicas);
   if (o->acks) cJSON_AddStringToObject(req, "acks", o->acks);
-  char *body = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
-  if (!body) return ctl_error(FELIX_EXIT_FAILURE, NULL, "out of memory");
-  ctl_reply r;
-  int rc = ctl_http(o, "POST", "/v1/streams", body, &r);
-  cJSON_free(body);
-  if (rc) return rc;
-  if (o->format == CTL_JSON) ctl_print_body(&r);
-  else print_stream(r.json);
-  ctl_reply_free(&r);
-  return FELIX_EXIT_OK;
+  return post_stream(o, "/v1/streams", req, NULL);
 }
 
 static int stream_list(const ctl_opts *o) {
@@ -131,6 +141,18 @@ static int stream_delete(const ctl_opts *o) {
   return FELIX_EXIT_OK;
 }
 
+static int stream_adopt(const ctl_opts *o) {
+  char path[512];
+  int rc = stream_path(o->args[0], "/v1/streams/", path, sizeof path);
+  if (rc) return rc;
+  strncat(path, "/adopt", sizeof path - strlen(path) - 1);
+  cJSON *req = cJSON_CreateObject();
+  if (o->uuid) cJSON_AddStringToObject(req, "uuid", o->uuid);
+  return post_stream(o, path, req,
+                     "\nA shard whose copies hold records waits at NoCaughtUpReplica: nothing of them was\n"
+                     "measured. felixctl placement abandon STREAM/SHARD --dry-run shows the copy it keeps.\n");
+}
+
 const ctl_command ctl_cmd_stream_create = {
     .group = "stream",
     .verb = "create",
@@ -142,8 +164,7 @@ const ctl_command ctl_cmd_stream_create = {
     .help = "\n"
             "Options:\n"
             "  --shards N      number of shards, 1 to 1024\n"
-            "  --replicas R    copies of each shard, odd, 1 to 7 (until replication\n"
-            "                  lands the control plane accepts only 1)\n"
+            "  --replicas R    copies of each shard, odd, 1 to 7\n"
             "  --acks POLICY   when a publish is acknowledged: quorum (the default),\n"
             "                  leader or all\n"
             "\n"
@@ -197,4 +218,33 @@ const ctl_command ctl_cmd_stream_delete = {
             "\n"
             "With -o json, prints the control plane's answer {deleted, uuid}.\n",
     .run = stream_delete,
+};
+
+const ctl_command ctl_cmd_stream_adopt = {
+    .group = "stream",
+    .verb = "adopt",
+    .nargs = 1,
+    .flags = CTL_F_UUID,
+    .usage = "stream adopt NAME [--uuid UUID]",
+    .summary = "bring back a stream a restored control plane does not know",
+    .help = "\n"
+            "Options:\n"
+            "  --uuid UUID    the stream to adopt when copies of several streams of\n"
+            "                 that name are found\n"
+            "\n"
+            "After the control plane's database was restored from a backup older than\n"
+            "the stream, the brokers still hold its copies. adopt rebuilds the stream\n"
+            "under its own uuid from what the live brokers' inventories say of them\n"
+            "(shard count, replication factor, ack policy, each copy and its rank). The\n"
+            "control plane measured none of those copies, so a shard whose copies hold\n"
+            "records is a set of strangers at NoCaughtUpReplica: re-place it with\n"
+            "felixctl placement abandon, which keeps the live copy of highest rank.\n"
+            "Every generation a copy promised is seen, so the next one goes above it.\n"
+            "A replica whose copy no live broker lists goes to another live broker.\n"
+            "\n"
+            "Exits 3 when no live broker lists a copy of NAME, 4 when a stream of that\n"
+            "name exists, the copies belong to several streams (give --uuid), their\n"
+            "uuid is of a deleted stream, or too few brokers are alive. Prints the\n"
+            "stream as stream describe does; with -o json, the control plane's object.\n",
+    .run = stream_adopt,
 };

@@ -45,6 +45,8 @@ enum {
   CTL_F_EXPECT_GENERATION = 1u << 10,
   CTL_F_EXPECT_COPY = 1u << 11,
   CTL_F_EXPECT_DIGEST = 1u << 12,
+  CTL_F_UUID = 1u << 13,
+  CTL_F_ABOVE_GENERATION = 1u << 14,
 };
 
 typedef struct ctl_opts {
@@ -60,8 +62,9 @@ typedef struct ctl_opts {
   const char *state; /* a shard state name when given */
   uint64_t from, count;
   bool yes, follow, dry_run;
-  uint64_t expect_generation;
+  uint64_t expect_generation, above_generation;
   const char *expect_copy, *expect_digest;
+  const char *uuid; /* stream adopt --uuid */
 } ctl_opts;
 
 typedef struct ctl_command {
@@ -79,7 +82,7 @@ typedef struct ctl_command {
 extern const ctl_command ctl_cmd_cluster_status;
 extern const ctl_command ctl_cmd_broker_list, ctl_cmd_broker_describe;
 extern const ctl_command ctl_cmd_stream_create, ctl_cmd_stream_list, ctl_cmd_stream_describe,
-    ctl_cmd_stream_delete;
+    ctl_cmd_stream_delete, ctl_cmd_stream_adopt;
 extern const ctl_command ctl_cmd_shard_list, ctl_cmd_shard_describe;
 extern const ctl_command ctl_cmd_placement_history, ctl_cmd_placement_abandon;
 extern const ctl_command ctl_cmd_produce, ctl_cmd_consume;

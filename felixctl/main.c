@@ -17,7 +17,7 @@
 
 static const ctl_command *const commands[] = {
     &ctl_cmd_cluster_status,  &ctl_cmd_broker_list,    &ctl_cmd_broker_describe, &ctl_cmd_stream_create,
-    &ctl_cmd_stream_list,     &ctl_cmd_stream_describe, &ctl_cmd_stream_delete,  &ctl_cmd_shard_list,
+    &ctl_cmd_stream_list,     &ctl_cmd_stream_describe, &ctl_cmd_stream_delete,  &ctl_cmd_stream_adopt,     &ctl_cmd_shard_list,
     &ctl_cmd_shard_describe,  &ctl_cmd_placement_history, &ctl_cmd_placement_abandon, &ctl_cmd_produce,
     &ctl_cmd_consume,
     &ctl_cmd_completion,      &ctl_cmd_version,
@@ -27,7 +27,7 @@ static const ctl_command *const commands[] = {
 enum flag_id {
   FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
   FL_SHARDS, FL_REPLICAS, FL_ACKS, FL_YES, FL_STATE, FL_SHARD, FL_FROM, FL_COUNT, FL_FOLLOW,
-  FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST,
+  FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST, FL_UUID, FL_ABOVE_GENERATION,
   FL_N
 };
 
@@ -58,6 +58,8 @@ static const flag_def flags[FL_N] = {
     [FL_EXPECT_GENERATION] = {"--expect-generation", NULL, true, CTL_F_EXPECT_GENERATION},
     [FL_EXPECT_COPY] = {"--expect-copy", NULL, true, CTL_F_EXPECT_COPY},
     [FL_EXPECT_DIGEST] = {"--expect-digest", NULL, true, CTL_F_EXPECT_DIGEST},
+    [FL_UUID] = {"--uuid", NULL, true, CTL_F_UUID},
+    [FL_ABOVE_GENERATION] = {"--above-generation", NULL, true, CTL_F_ABOVE_GENERATION},
 };
 
 /* What the scan of argv found, before anything is interpreted. */
@@ -218,6 +220,16 @@ static const ctl_command *resolve(const scanned *s, int *used, bool help, int *r
   return NULL;
 }
 
+/* 8-4-4-4-12 lowercase hex, as the control plane makes stream uuids. */
+static bool uuid_value(const char *v) {
+  if (strlen(v) != 36) return false;
+  for (int i = 0; i < 36; i++) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? v[i] != '-' : !((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f'))) return false;
+  }
+  return true;
+}
+
 static int value_error(const ctl_command *c, const char *flag, const char *value, const char *want) {
   char hint[160];
   snprintf(hint, sizeof hint, "see felixctl %s%s%s --help", c->group, c->verb ? " " : "", c->verb ? c->verb : "");
@@ -271,6 +283,12 @@ static int command_flags(const ctl_command *c, const scanned *s, ctl_opts *o) {
     return value_error(c, "--expect-digest", v[FL_EXPECT_DIGEST], "the 16-character digest the dry run prints");
   o->expect_copy = v[FL_EXPECT_COPY];
   o->expect_digest = v[FL_EXPECT_DIGEST];
+  if (s->seen[FL_UUID] && !uuid_value(v[FL_UUID]))
+    return value_error(c, "--uuid", v[FL_UUID], "a stream uuid (8-4-4-4-12 lowercase hex)");
+  o->uuid = v[FL_UUID];
+  if (s->seen[FL_ABOVE_GENERATION] &&
+      (!ctl_parse_u64(v[FL_ABOVE_GENERATION], INT64_MAX, &o->above_generation) || o->above_generation == 0))
+    return value_error(c, "--above-generation", v[FL_ABOVE_GENERATION], "a generation number, 1 or more");
   for (int id = FL_SHARDS; id < FL_N; id++) {
     if ((c->required & flags[id].bit) && !s->seen[id]) {
       char hint[160];

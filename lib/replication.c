@@ -192,3 +192,13 @@ void felix_fence_count(const felix_fence_slot *slots, size_t n, int64_t max_hwm,
     out->at_risk = max_hwm > longest ? max_hwm - longest : 0;
   }
 }
+
+felix_promise_verdict felix_promise_judge(const felix_ballot *ballot, const felix_promise_ask *ask,
+                                          const char *my_cp_instance) {
+  if (ask->cp_instance && ask->cp_instance[0] && strcmp(ask->cp_instance, my_cp_instance ? my_cp_instance : ""))
+    return FELIX_PROMISE_OLD_CP;
+  if (ballot->has_leader && ballot->generation == ask->generation && !strcmp(ballot->leader, ask->leader) &&
+      !strcmp(ballot->leader_copy_id, ask->leader_copy_id) && !strcmp(ballot->leader_incarnation, ask->leader_incarnation))
+    return FELIX_PROMISE_HELD;
+  return ask->generation > ballot->generation ? FELIX_PROMISE_TAKE : FELIX_PROMISE_LOWER;
+}

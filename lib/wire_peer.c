@@ -31,6 +31,7 @@ void felix_peer_hello_encode(felix_buf *b, uint32_t corr, const felix_peer_hello
   felix_buf_u32(b, h->shard);
   felix_buf_str(b, h->stream_uuid);
   felix_buf_u64(b, h->generation);
+  felix_buf_str(b, h->cp_instance);
   felix_frame_end(b, s);
 }
 
@@ -45,6 +46,7 @@ felix_status felix_peer_hello_decode(const uint8_t *body, size_t len, felix_peer
   out->shard = felix_rd_u32(&r);
   felix_rd_str(&r, out->stream_uuid, sizeof out->stream_uuid);
   out->generation = felix_rd_u64(&r);
+  felix_rd_str(&r, out->cp_instance, sizeof out->cp_instance);
   return felix_rd_finish(&r, "peer hello", err);
 }
 

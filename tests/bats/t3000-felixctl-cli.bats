@@ -15,7 +15,7 @@ UNREACHABLE=http://127.0.0.1:1
 # Every command as "felixctl --help" lists it (group and verb).
 COMMANDS=(
   "cluster status" "broker list" "broker describe" "stream create" "stream list"
-  "stream describe" "stream delete" "shard list" "shard describe" "placement history" "placement abandon"
+  "stream describe" "stream delete" "stream adopt" "shard list" "shard describe" "placement history" "placement abandon"
   "produce" "consume" "completion" "version"
 )
 
@@ -87,7 +87,7 @@ need_shell() {
 
 @test "a command group alone with --help lists its subcommands and exits 0" {
   run -0 ctl stream --help
-  for v in create list describe delete; do assert_line --partial "felixctl stream $v"; done
+  for v in create list describe delete adopt; do assert_line --partial "felixctl stream $v"; done
   run -0 ctl shard --help
   for v in list describe; do assert_line --partial "felixctl shard $v"; done
   run -0 ctl broker --help
@@ -192,7 +192,7 @@ need_shell() {
 @test "an unreachable control plane exits 5 naming the URL, for every command that asks it" {
   for args in "cluster status" "broker list" "broker describe b1" "stream list" "stream describe s" \
     "stream create s --shards 1 --replicas 1" "stream delete s --yes" "shard list" "shard describe s/0" \
-    "placement history s/0" "consume s --shard 0"; do
+    "placement history s/0" "stream adopt s" "consume s --shard 0"; do
     # shellcheck disable=SC2086
     run -5 --separate-stderr timeout 20 "$CTL" --control-plane "$UNREACHABLE" --token-file "$W/token" $args
     [[ $stderr == *"felixctl: error: cannot reach the control plane at $UNREACHABLE"* ]] || fail "felixctl $args: $stderr"
@@ -293,16 +293,19 @@ need_shell() {
   ctl completion fish >"$W/felixctl.fish"
   run -0 fish --no-execute "$W/felixctl.fish"
   run -0 fish --no-config -c "source '$W/felixctl.fish'; complete -C 'felixctl stream '"
-  for v in create list describe delete; do assert_line --regexp "^$v(\s|\$)"; done
+  for v in create list describe delete adopt; do assert_line --regexp "^$v(\s|\$)"; done
 }
 
-@test "bash: felixctl stream <TAB> offers exactly create, list, describe and delete" {
+@test "bash: felixctl stream <TAB> offers exactly create, list, describe, delete and adopt" {
   run -0 complete_bash stream ""
-  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "create delete describe list "
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "adopt create delete describe list "
   run -0 complete_bash stream d
   assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "delete describe "
   run -0 complete_bash --control-plane http://x stream ""
-  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "create delete describe list "
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "adopt create delete describe list "
+  run -0 complete_bash stream adopt late --
+  assert_line -- --uuid
+  refute_line -- --yes
 }
 
 @test "bash: felixctl <TAB> offers every command group of --help" {
@@ -350,4 +353,23 @@ need_shell() {
   grep -q "(history abandon)" "$COMP_DIR/_felixctl"
   grep -q -- "-l expect-copy" "$COMP_DIR/felixctl.fish"
   grep -q -- "-a abandon" "$COMP_DIR/felixctl.fish"
+}
+
+@test "stream adopt: a malformed --uuid exits 2 naming the flag and the value, before asking the control plane" {
+  run -2 --separate-stderr ctl --control-plane "$UNREACHABLE" stream adopt late --uuid 0B9C
+  [[ $stderr == *"--uuid: '0B9C' is not a stream uuid"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl --control-plane "$UNREACHABLE" stream adopt
+  [[ $stderr == *"usage: felixctl stream adopt NAME [--uuid UUID]"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl --control-plane "$UNREACHABLE" stream create s --shards 1 --replicas 1 --uuid 0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3
+  [[ $stderr == *"--uuid is not an option of 'stream create'"* ]] || fail "$stderr"
+}
+
+@test "placement abandon: --above-generation must be a generation of 1 or more (exit 2 naming the flag and value)" {
+  run -2 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0 --yes --expect-generation 1 \
+    --expect-copy b1:c --expect-digest 0123456789abcdef --above-generation 0
+  [[ $stderr == *"--above-generation: '0' is not a generation number, 1 or more"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl --control-plane "$UNREACHABLE" placement abandon s/0 --above-generation x2
+  [[ $stderr == *"--above-generation: 'x2' is not a generation number"* ]] || fail "$stderr"
+  run -0 complete_bash placement abandon s/0 --
+  assert_line -- --above-generation
 }

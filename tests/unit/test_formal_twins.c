@@ -392,6 +392,7 @@ static cp_inv_entry inv(fx *f, const char *copy, int64_t log_end, int64_t last_g
   e.log_end = log_end;
   e.last_generation = last_gen;
   e.ballot_generation = last_gen;
+  snprintf(e.cp_instance, sizeof e.cp_instance, "%s", f->cp.instance_id); /* built for the running instance */
   return e;
 }
 

@@ -1,5 +1,5 @@
 /* test_smallfiles.c — the small files of a data directory (DESIGN.md §3,
- * §3.3, §3.4): storage-id, run-state, ballot, generations, shard directory
+ * §3.3, §3.4): storage-id, run-state, ballot, generations, stream, shard directory
  * names, the directory lock, the boot id and the boot token. */
 #include "testutil.h"
 
@@ -11,6 +11,7 @@
 #include "felix/ballot.h"
 #include "felix/datadir.h"
 #include "felix/fileutil.h"
+#include "felix/streammeta.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -505,6 +506,58 @@ static void ballot_rejects_missing_key_and_bad_generation(void **s) {
 
 /* ---- generations --------------------------------------------------------- */
 
+/* ---- stream (streammeta.h) ---- */
+
+#define S_GOLDEN "name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=3\nacks=quorum\n"
+
+static void stream_file_golden_round_trips(void **s) {
+  (void)s;
+  felix_stream_meta m = {.shards = 4, .replicas = 3};
+  snprintf(m.name, sizeof m.name, "orders");
+  snprintf(m.uuid, sizeof m.uuid, "0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3");
+  snprintf(m.acks, sizeof m.acks, "quorum");
+  char buf[512];
+  felix_stream_meta_format(&m, buf, sizeof buf);
+  assert_string_equal(buf, S_GOLDEN);
+  felix_stream_meta back;
+  felix_err err = {0};
+  assert_int_equal(felix_stream_meta_parse(buf, strlen(buf), "stream", &back, &err), FELIX_OK);
+  assert_true(felix_stream_meta_equal(&m, &back));
+  tdir d = tdir_new();
+  bool found = true;
+  assert_int_equal(felix_stream_meta_read(d.fd, "shard/stream", &back, &found, &err), FELIX_OK);
+  assert_false(found); /* a copy made before stream files */
+  assert_int_equal(felix_stream_meta_write(d.fd, "shard/stream", &m, &err), FELIX_OK);
+  assert_int_equal(felix_stream_meta_read(d.fd, "shard/stream", &back, &found, &err), FELIX_OK);
+  assert_true(found);
+  assert_true(felix_stream_meta_equal(&m, &back));
+  tdir_free(&d);
+}
+
+static void expect_stream_error(const char *txt, size_t byte, const char *needle) {
+  felix_stream_meta out;
+  felix_err err = {0};
+  felix_status st = felix_stream_meta_parse(txt, strlen(txt), "/d/shards/x/stream", &out, &err);
+  if (st != FELIX_E_CORRUPT) fail_msg("stream file accepted or wrong status %d:\n%s", st, txt);
+  assert_contains(err.msg, "/d/shards/x/stream");
+  assert_names_byte(err.msg, byte);
+  assert_contains(err.msg, needle);
+}
+
+static void stream_file_errors_name_the_byte(void **s) {
+  (void)s;
+  /* name line 12 bytes, uuid 42, shards 9, replicas 11: acks at 74 */
+  expect_stream_error("name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=2\nacks=quorum\n"
+                      "extra=1\n", 86, "extra");
+  expect_stream_error("name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=0\nreplicas=3\nacks=quorum\n", 54,
+                      "shards is 0, must be 1 to 1024");
+  expect_stream_error("name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=9\nacks=quorum\n", 63,
+                      "replicas is 9, must be 1 to 7");
+  expect_stream_error("name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=3\nacks=most\n", 74,
+                      "acks must be quorum, leader or all");
+  expect_stream_error("name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=3\n", 74, "acks");
+}
+
 static void generations_round_trip(void **s) {
   (void)s;
   const char *txt = "1 0\n3 10\n4 10\n18446744073709551615 18446744073709551615\n";
@@ -947,6 +1000,8 @@ int main(void) {
       cmocka_unit_test(ballot_rejects_partial_none),
       cmocka_unit_test(ballot_rejects_bad_copy_id),
       cmocka_unit_test(ballot_rejects_missing_key_and_bad_generation),
+      cmocka_unit_test(stream_file_golden_round_trips),
+      cmocka_unit_test(stream_file_errors_name_the_byte),
       cmocka_unit_test(generations_round_trip),
       cmocka_unit_test(generations_empty_file_is_empty_history),
       cmocka_unit_test(generations_write_then_read_round_trips),

@@ -148,4 +148,28 @@ typedef struct felix_fence_verdict {
  * floor. */
 void felix_fence_count(const felix_fence_slot *slots, size_t n, int64_t max_hwm, felix_fence_verdict *out);
 
+/* ---- a replica asked for a promise (§3.4, §4.8) ---- */
+
+typedef enum felix_promise_verdict {
+  FELIX_PROMISE_HELD = 0,      /* the ballot already names this process at this generation */
+  FELIX_PROMISE_TAKE = 1,      /* a higher generation: promise it (durably) */
+  FELIX_PROMISE_LOWER = 2,     /* refused: the copy promised this or a higher generation to another */
+  FELIX_PROMISE_OLD_CP = 3,    /* refused: a fence of an assignment by another control-plane instance */
+} felix_promise_verdict;
+
+typedef struct felix_promise_ask {
+  uint64_t generation;
+  const char *leader, *leader_copy_id, *leader_incarnation;
+  /* The control-plane instance whose assignment a fence carries; NULL or ""
+   * when a serving leader re-connects (its generation is already promised). */
+  const char *cp_instance;
+} felix_promise_ask;
+
+/* The model's Finding 6: once a copy has seen (and so will report its
+ * ballot to) control-plane instance `my_cp_instance`, it refuses a fence
+ * whose assignment another instance made: no inventory wait can see a
+ * promise made after the inventory. */
+felix_promise_verdict felix_promise_judge(const felix_ballot *ballot, const felix_promise_ask *ask,
+                                          const char *my_cp_instance);
+
 #endif

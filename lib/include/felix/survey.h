@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "felix/ballot.h"
+#include "felix/streammeta.h"
 #include "felix/segment.h"
 
 typedef struct felix_seg_info {
@@ -38,6 +39,8 @@ typedef struct felix_shard_survey {
   felix_ballot ballot;
   bool has_generations;
   felix_generations gens;
+  bool has_stream;
+  felix_stream_meta stream; /* the copy's `stream` file */
   felix_problems problems;
 } felix_shard_survey;
 

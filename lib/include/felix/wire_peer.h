@@ -38,6 +38,9 @@ typedef struct felix_peer_hello {
   char stream[128], stream_uuid[FELIX_UUID_LEN + 1];
   uint32_t shard;
   uint64_t generation;
+  /* A fence's promise request: the control-plane instance whose assignment
+   * it carries (§4.8). Empty when a serving leader re-connects. */
+  char cp_instance[64];
 } felix_peer_hello;
 
 typedef struct felix_peer_hello_reply {

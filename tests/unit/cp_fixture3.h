@@ -1,0 +1,108 @@
+/* cp_fixture3.h — three brokers b1, b2, b3 (storage ids sids[], copies
+ * copies[]) and the control-plane engine on a temp SQLite store, for the
+ * unit tests of restores and adoption. The store can be closed, copied and
+ * reopened under another instance, as an operator restores a backup. */
+#ifndef FELIX_TEST_CP_FIXTURE3_H
+#define FELIX_TEST_CP_FIXTURE3_H
+
+#include "testutil.h"
+
+#include "cp_log.h"
+#include "cp_state.h"
+
+#define INST1 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define INST2 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define NEWSID "44444444444444444444444444444444"
+#define NEWCOPY "c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4c4"
+
+static const char *const ids[3] = {"b1", "b2", "b3"};
+static const char *const sids[3] = {"11111111111111111111111111111111", "22222222222222222222222222222222",
+                              "33333333333333333333333333333333"};
+static const char *const copies[3] = {"c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1c1", "c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2c2",
+                                "c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3"};
+
+typedef struct fx {
+  char *dir, *db, *backup;
+  cp_state cp;
+  uint64_t t;
+  char inc[3][CP_INC_MAX];
+  char uuid[40];
+} fx;
+
+static inline void fx_open(fx *f, const char *instance) {
+  felix_err err;
+  f->t += 1000;
+  assert_int_equal(cp_state_open(&f->cp, f->db, instance, 5000, f->t, &err), FELIX_OK);
+}
+
+static inline int setup(void **state) {
+  cp_log_quiet(true);
+  fx *f = calloc(1, sizeof *f);
+  f->dir = tu_mkdtemp();
+  f->db = tu_path(f->dir, "cp.db");
+  f->backup = tu_path(f->dir, "backup.db");
+  fx_open(f, INST1);
+  *state = f;
+  return 0;
+}
+
+static inline int teardown(void **state) {
+  fx *f = *state;
+  cp_state_close(&f->cp);
+  free(f->db);
+  free(f->backup);
+  tu_rmdir(f->dir);
+  free(f);
+  return 0;
+}
+
+static inline void copy_file(const char *from, const char *to) {
+  FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+  assert_non_null(in);
+  assert_non_null(out);
+  char buf[8192];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, in)) > 0) assert_int_equal(fwrite(buf, 1, n, out), n);
+  fclose(in);
+  assert_int_equal(fclose(out), 0);
+}
+
+/* Copy i of "orders"/0 as broker i's inventory: what it holds, its ballot
+ * generation, and the control-plane instance it was built for. */
+static inline cp_inv_entry inv(fx *f, const char *copy, int64_t log_end, int64_t ballot_gen, const char *instance) {
+  cp_inv_entry e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.stream, sizeof e.stream, "orders");
+  snprintf(e.stream_uuid, sizeof e.stream_uuid, "%s", f->uuid);
+  snprintf(e.copy_id, sizeof e.copy_id, "%s", copy);
+  e.log_end = log_end;
+  e.last_generation = log_end > 0 ? 1 : 0;
+  e.ballot_generation = ballot_gen;
+  snprintf(e.cp_instance, sizeof e.cp_instance, "%s", instance);
+  return e;
+}
+
+static inline int do_register(fx *f, int i, const char *sid, const cp_inv_entry *e, size_t n) {
+  cp_register_req r = {.broker_id = ids[i], .storage_id = sid, .boot_id = "boot", .fsync_mode = "periodic",
+                       .address = "127.0.0.1:7101", .http_address = "", .inv = e, .ninv = n};
+  cp_outcome o;
+  cp_register(&f->cp, &r, f->inc[i], &o);
+  return o.status;
+}
+
+static inline void heartbeat(fx *f, int i, const cp_inv_entry *e) {
+  cp_outcome o;
+  cp_heartbeat(&f->cp, ids[i], f->inc[i], e, e ? 1 : 0, &o);
+  assert_int_equal(o.status, 200);
+}
+
+static inline cp_shard_row shard0(fx *f) {
+  cp_shard_row sh;
+  bool found;
+  felix_err err;
+  assert_int_equal(cp_store_shard_get(f->cp.store, f->uuid, 0, &sh, &found, &err), FELIX_OK);
+  assert_true(found);
+  return sh;
+}
+
+#endif
