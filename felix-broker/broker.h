@@ -78,6 +78,7 @@ typedef struct shard {
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
   char fence_cp_instance[64]; /* the control-plane instance whose assignment this fence carries (§4.8) */
+  uint64_t lease_until_ms;    /* §4.2 per-shard lease (CLOCK_BOOTTIME) for leader acks; 0: none */
   felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */
   bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
@@ -98,6 +99,7 @@ typedef struct leader_entry {
 typedef struct cp_mailbox {
   pthread_mutex_t mu;
   char *assignments_json; /* newest body with assignments/leaders, or NULL */
+  uint64_t assignments_sent_ms; /* CLOCK_BOOTTIME send time of the request it answered */
   char incarnation[128];
   bool registered;
   /* loop -> cp thread */
@@ -183,6 +185,7 @@ void peer_members_changed(broker *b, shard *s); /* new member list while leading
 void peer_pump(broker *b, shard *s);          /* ships what the leader wrote; re-checks the HWM and acks */
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a);
 void peer_fail_pending_acks(broker *b, shard *s, const char *why);
+void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledgements now due */
 void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
 /* The report's "followers" for a led shard (cJSON array). */
 struct cJSON;
@@ -236,6 +239,8 @@ void broker_drain_continue(broker *b);
 void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));
 
 /* broker_assign.c */
-void broker_apply_cp(broker *b, const char *json);
+/* sent_ms: CLOCK_BOOTTIME send time of the heartbeat or registration it
+ * answers (renews the per-shard leases of the pins it confirms). */
+void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "felix/lease.h"
 #include "felix/logfmt.h"
 #include "felix/replication.h"
 
@@ -152,7 +153,21 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
   if (changed) peer_members_changed(b, s);
 }
 
-static void apply_one(broker *b, const cJSON *a) {
+/* §4.2: a reply that confirms this process's pin at the copy's generation
+ * renews the shard's lease for leader acknowledgements. */
+static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *leader, uint64_t sent_ms,
+                              uint64_t lease_ms) {
+  if (!lease_ms || !sent_ms || (uint64_t)num_of(a, "generation") != s->ballot.generation ||
+      strcmp(str_of(leader, "broker"), b->cfg.id) || strcmp(str_of(leader, "copy_id"), s->ballot.copy_id) ||
+      strcmp(str_of(leader, "incarnation"), b->incarnation))
+    return;
+  uint64_t until = felix_shard_lease_until(sent_ms, lease_ms);
+  if (until <= s->lease_until_ms) return;
+  s->lease_until_ms = until;
+  peer_check_acks(b, s); /* leader acknowledgements that waited for it */
+}
+
+static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t lease_ms) {
   const char *stream = str_of(a, "stream"), *uuid = str_of(a, "stream_uuid");
   uint32_t index = (uint32_t)num_of(a, "shard");
   shard *s = broker_find_shard_uuid(b, uuid, index);
@@ -170,6 +185,7 @@ static void apply_one(broker *b, const cJSON *a) {
   if (!cJSON_IsObject(leader)) return;
   shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));
+  renew_shard_lease(b, s, a, leader, sent_ms, lease_ms);
 }
 
 /* A new control-plane instance (a restart or a restored database): from now
@@ -215,13 +231,14 @@ static void apply_deletions(broker *b, const cJSON *deleted) {
   }
 }
 
-void broker_apply_cp(broker *b, const char *json) {
+void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms) {
   cJSON *j = cJSON_Parse(json);
   if (!j) return;
   note_cp_instance(b, j);
   apply_leaders(b, cJSON_GetObjectItem(j, "leaders"));
   apply_deletions(b, cJSON_GetObjectItem(j, "deleted_streams"));
   const cJSON *a;
-  cJSON_ArrayForEach(a, cJSON_GetObjectItem(j, "assignments")) apply_one(b, a);
+  uint64_t lease_ms = (uint64_t)num_of(j, "lease_ms"); /* heartbeat and registration replies carry it */
+  cJSON_ArrayForEach(a, cJSON_GetObjectItem(j, "assignments")) apply_one(b, a, sent_ms, lease_ms);
   cJSON_Delete(j);
 }

@@ -16,6 +16,7 @@
 
 #include "broker.h"
 #include "felix/fileutil.h"
+#include "felix/lease.h"
 #include "felix/logfmt.h"
 
 typedef struct http_resp {
@@ -131,13 +132,16 @@ static char *take_inventory(broker *b, bool force) {
   return inv;
 }
 
-static void deliver(cp_session *cs) {
+/* sent_ms: CLOCK_BOOTTIME when the request left, which the per-shard lease
+ * of leader acknowledgements counts from (§4.2). */
+static void deliver(cp_session *cs, uint64_t sent_ms) {
   broker *b = cs->b;
   /* A new control-plane instance is noticed by the loop (broker_apply_cp),
    * which publishes an inventory stamped with it: only that one counts. */
   pthread_mutex_lock(&b->mb.mu);
   free(b->mb.assignments_json);
   b->mb.assignments_json = cs->resp.body;
+  b->mb.assignments_sent_ms = sent_ms;
   snprintf(b->mb.incarnation, sizeof b->mb.incarnation, "%s", cs->incarnation);
   b->mb.registered = true;
   pthread_mutex_unlock(&b->mb.mu);
@@ -149,6 +153,7 @@ static void do_register(cp_session *cs) {
   char *inv = take_inventory(cs->b, true);
   char *body = register_body(cs->b, inv);
   free(inv);
+  uint64_t sent_ms = felix_boottime_ms();
   long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/register", body, &cs->resp);
   free(body);
   cJSON *j = code == 200 ? cJSON_Parse(cs->resp.body) : NULL;
@@ -159,7 +164,7 @@ static void do_register(cp_session *cs) {
     cs->seq = 0;
     felix_log_event("info", "registered", "broker", cs->b->cfg.id, "storage_id", cs->b->sid.hex, "incarnation", cs->incarnation,
                     "rotated", cs->b->rotated ? "true" : "false", NULL);
-    deliver(cs);
+    deliver(cs, sent_ms);
   } else {
     complain(cs, code < 0 ? "control plane unreachable; will retry registration" : "registration refused; will retry", code);
   }
@@ -169,10 +174,11 @@ static void do_register(cp_session *cs) {
 static void do_heartbeat(cp_session *cs) {
   char *inv = take_inventory(cs->b, false);
   char *body = heartbeat_body(cs->b, cs->incarnation, inv);
+  uint64_t sent_ms = felix_boottime_ms();
   long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/heartbeat", body, &cs->resp);
   free(body);
   if (code == 200) {
-    deliver(cs);
+    deliver(cs, sent_ms);
   } else {
     if (inv) { /* not delivered: send it again next time */
       pthread_mutex_lock(&cs->b->mb.mu);

@@ -104,10 +104,6 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
     if (req.records[i].len == 0) why = FELIX_WS_INVALID_REQUEST, snprintf(msg, sizeof msg, "record %u of the batch is empty: empty records are reserved for generation-start markers", i);
   if (!why && req.count == 0) why = FELIX_WS_INVALID_REQUEST, snprintf(msg, sizeof msg, "empty batch");
   int policy = !why && req.acks != FELIX_ACKS_DEFAULT ? req.acks : s && s->ack_policy ? s->ack_policy : FELIX_ACK_QUORUM;
-  if (!why && policy == FELIX_ACK_LEADER && s->replicas > 1)
-    why = FELIX_WS_INVALID_REQUEST,
-    snprintf(msg, sizeof msg, "acks=leader on a replicated shard needs the per-shard lease of DESIGN.md 4.2, which is not "
-                              "implemented yet: publish with acks quorum or all");
   if (why) {
     felix_publish_req_free(&req);
     return publish_reply(c, corr, why, msg, leader, 0, 0);

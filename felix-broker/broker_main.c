@@ -144,12 +144,13 @@ void broker_on_cp_async(uv_async_t *h) {
   broker *b = h->data;
   pthread_mutex_lock(&b->mb.mu);
   char *json = b->mb.assignments_json;
+  uint64_t sent_ms = b->mb.assignments_sent_ms;
   b->mb.assignments_json = NULL;
   if (b->mb.registered) snprintf(b->incarnation, sizeof b->incarnation, "%s", b->mb.incarnation);
   pthread_mutex_unlock(&b->mb.mu);
   /* A draining broker takes no new role (shard_apply_assignment), but still
    * learns that the shards it led moved on. */
-  if (json && (!b->draining || b->handing_off)) broker_apply_cp(b, json);
+  if (json && (!b->draining || b->handing_off)) broker_apply_cp(b, json, sent_ms);
   free(json);
   if (!b->serving && b->incarnation[0] && !b->stopping) {
     if (broker_net_listen(b) != 0) {

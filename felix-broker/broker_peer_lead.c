@@ -19,6 +19,7 @@
 #include "broker.h"
 #include "broker_peer.h"
 #include "felix/logfmt.h"
+#include "felix/lease.h"
 #include "felix/replication.h"
 
 enum { LINK_WAIT, LINK_CONNECTING, LINK_HELLO, LINK_READY };
@@ -180,7 +181,7 @@ static void ack_reply(conn *c, uint32_t corr, uint16_t status, const char *msg, 
   conn_reply(c, &out);
 }
 
-static void check_acks(broker *b, shard *s) {
+void peer_check_acks(broker *b, shard *s) {
   felix_follower_hold f[BROKER_MAX_MEMBERS];
   int nf = gather_holds(s, f);
   felix_log_stats st;
@@ -189,8 +190,8 @@ static void check_acks(broker *b, shard *s) {
     pending_ack *x = *p;
     felix_ack_input in = {.policy = s->replicas <= 1 ? FELIX_ACK_QUORUM : x->policy, .end = x->a.last_offset + 1,
                           .hwm = s->hwm, .leader_counts = s->leading && s->ballot.generation == x->generation,
-                          .leader_held = st.held_end, .trusted_replicas = trusted_replicas(s), .followers = f,
-                          .nfollowers = (size_t)nf};
+                          .leader_held = st.held_end, .lease_valid = s->lease_until_ms > felix_boottime_ms(),
+                          .trusted_replicas = trusted_replicas(s), .followers = f, .nfollowers = (size_t)nf};
     if (!felix_ack_ready(&in)) {
       p = &x->next;
       continue;
@@ -217,7 +218,7 @@ static void recompute_hwm(broker *b, shard *s) {
   if (h >= st.end_offset) s->stalled_since_ms = 0;
   else if (!s->stalled_since_ms || h > s->hwm) s->stalled_since_ms = uv_now(b->loop);
   if (h > s->hwm) shard_set_hwm(b, s, h);
-  check_acks(b, s);
+  peer_check_acks(b, s);
 }
 
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a) {

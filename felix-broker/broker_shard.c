@@ -128,6 +128,7 @@ void shard_stop_leading(broker *b, shard *s, const char *why) {
   bool was = s->leading || s->fencing;
   s->leading = false;
   s->fencing = false;
+  s->lease_until_ms = 0; /* a lease is for one pin: the next one must be confirmed anew */
   peer_links_stop(b, s);
   peer_fail_pending_acks(b, s, why);
   if (!was) return;

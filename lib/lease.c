@@ -34,3 +34,19 @@ uint64_t felix_monotonic_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+uint64_t felix_boottime_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t felix_shard_lease_margin(uint64_t lease_ms) {
+  uint64_t m = lease_ms / 5;
+  return m < 100 ? 100 : m;
+}
+
+uint64_t felix_shard_lease_until(uint64_t sent_ms, uint64_t lease_ms) {
+  uint64_t m = felix_shard_lease_margin(lease_ms);
+  return lease_ms > m ? sent_ms + lease_ms - m : 0; /* a lease shorter than its margin is never valid */
+}

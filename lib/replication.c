@@ -102,8 +102,8 @@ const char *felix_ack_policy_name(int policy) {
 bool felix_ack_ready(const felix_ack_input *in) {
   if (!in->leader_counts || in->leader_held < in->end) return false; /* rule 2 */
   switch (in->policy) {
-  case FELIX_ACK_LEADER:
-    return in->lease_valid;
+  case FELIX_ACK_LEADER: /* within the lease; or, once it lapsed, when committed */
+    return in->lease_valid || in->hwm >= in->end;
   case FELIX_ACK_ALL: {
     if (in->hwm < in->end) return false;
     int n = 1;

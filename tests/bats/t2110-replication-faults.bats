@@ -247,6 +247,41 @@ scenario_7() {
   scenario_7 --fsync-mode on_commit
 }
 
+@test "7 leader acks: a leader acknowledging under its per-shard lease is paused past it and replaced; resumed, its lease has lapsed and it acknowledges nothing" {
+  rcluster_up
+  L=$(leader_of)
+  produce_acked 1 100 leader # acks=leader on R=3: under the lease a heartbeat reply confirmed
+  g=$(shard_generation r/0)
+  kill -STOP "$(pid_of "$L")"
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 shard_is r/0 Active
+  produce_acked 101 200 leader
+  kill -CONT "$(pid_of "$L")"
+  # Straight to the resumed old leader, before it can hear of the new
+  # generation: its lease counted on CLOCK_BOOTTIME lapsed while it was
+  # stopped, its followers promised the new generation, so nothing commits.
+  run -0 python3 "$BATS_TEST_DIRNAME/../tools/wire.py" publish-acks "127.0.0.1:$(broker_port "${L#b}")" r 0 2 stale-1 stale-2
+  [[ $output != status=0* ]] || fail "the deposed leader acknowledged with acks=leader: $output"
+  wait_until 30 grep -q 'msg="stopped leading"' "$C/$L.log"
+  produce_acked 201 300 leader
+  acked_readable
+  ! grep -q ' stale-' "$C/seen" # what the old process took was never acknowledged, and is not served
+}
+
+@test "leader acks: within its lease the leader acknowledges what it alone holds (both followers stopped); a quorum publish waits" {
+  rcluster_up
+  L=$(leader_of)
+  produce_acked 1 10
+  set -- $(others_than "$L")
+  kill -STOP "$(pid_of "$1")" "$(pid_of "$2")"
+  wait_until 10 bash -c "'$CTL' -o json produce r --shard 0 --acks leader <<<'alone' >/dev/null 2>&1" # the lease is renewed each second
+  echo alone >>"$C/acked"
+  run timeout 3 python3 "$BATS_TEST_DIRNAME/../tools/wire.py" publish-acks "127.0.0.1:$(broker_port "${L#b}")" r 0 1 q-1
+  [ "$status" -eq 124 ] || fail "a quorum publish with both followers stopped did not wait: status $status, $output"
+  kill -CONT "$(pid_of "$1")" "$(pid_of "$2")"
+  acked_readable # and the followers then hold it: committed
+}
+
 @test "9: a leader SIGKILLed and restarted within its lease with the same ids leads again only at a new generation" {
   rcluster_up
   L=$(leader_of)

@@ -3,6 +3,8 @@
 for the bats tests: it checks the broker against the document, not against
 lib/wire.c. Usage:
   wire.py publish ADDR STREAM SHARD PAYLOAD...   -> "status=N leader=ADDR first=N count=N"
+  wire.py publish-acks ADDR STREAM SHARD ACKS PAYLOAD...  (ACKS 1 quorum, 2 leader, 3 all)
+                                                 -> the same, or "closed"
   wire.py fetch ADDR STREAM SHARD OFFSET         -> "status=N leader=ADDR hwm=N next=N count=N"
   wire.py metadata ADDR                          -> one "stream shard generation state leader address" line each
   wire.py raw ADDR TYPE HEXBODY                  -> "closed" or "reply type=0xNNNN status=N"
@@ -48,10 +50,14 @@ class Reader:
 
 def main(argv):
     cmd, addr = argv[1], argv[2]
-    if cmd == "publish":
-        recs = b"".join(struct.pack(">Q", 0) + struct.pack(">I", len(p.encode())) + p.encode() for p in argv[5:])
-        body = s16(argv[3]) + struct.pack(">IBI", int(argv[4]), 0, len(argv[5:])) + recs
+    if cmd in ("publish", "publish-acks"):
+        acks, payloads = (int(argv[5]), argv[6:]) if cmd == "publish-acks" else (0, argv[5:])
+        recs = b"".join(struct.pack(">Q", 0) + struct.pack(">I", len(p.encode())) + p.encode() for p in payloads)
+        body = s16(argv[3]) + struct.pack(">IBI", int(argv[4]), acks, len(payloads)) + recs
         t, rb = roundtrip(addr, 0x0001, body)
+        if t is None:
+            print("closed")
+            return
         r = Reader(rb); st = r.take(">H"); msg = r.str(); leader = r.str(); first = r.take(">Q"); count = r.take(">I")
         print("status=%d leader=%s first=%d count=%d" % (st, leader, first, count))
     elif cmd == "fetch":

@@ -3,6 +3,7 @@
  * acknowledgement policies, trusting a measurement, the fence count. */
 #include "testutil.h"
 
+#include "felix/lease.h"
 #include "felix/replication.h"
 
 static felix_generations gens(felix_generation *items, size_t n) {
@@ -145,11 +146,28 @@ static void ack_policies(void **s) {
   in.leader_held = 9;
   assert_false(felix_ack_ready(&in));
   in.leader_held = 10;
+  in.lease_valid = false;
+  in.hwm = 10;
+  assert_true(felix_ack_ready(&in)); /* the lease lapsed, but it is committed */
   in.leader_counts = false; /* promised a newer generation */
   assert_false(felix_ack_ready(&in));
   assert_int_equal(felix_ack_policy_parse("all"), FELIX_ACK_ALL);
   assert_int_equal(felix_ack_policy_parse("most"), 0);
   assert_string_equal(felix_ack_policy_name(FELIX_ACK_LEADER), "leader");
+}
+
+/* §4.2: the per-shard lease counts from the heartbeat's send time, minus a
+ * margin, so it ends before the control plane (which renewed the broker's
+ * lease on receipt, later) can declare the broker lost. */
+static void shard_lease_ends_before_the_control_plane_lease(void **s) {
+  (void)s;
+  assert_int_equal(felix_shard_lease_margin(5000), 1000);
+  assert_int_equal(felix_shard_lease_margin(200), 100);
+  assert_int_equal(felix_shard_lease_until(10000, 5000), 14000);
+  assert_true(felix_shard_lease_until(10000, 5000) < 10000 + 5000);
+  assert_int_equal(felix_shard_lease_until(10000, 100), 0); /* no shorter than its margin */
+  uint64_t a = felix_boottime_ms(), m = felix_monotonic_ms();
+  assert_true(a > 0 && m > 0);
 }
 
 /* ---- measurements (§4.5, rule 5) ---- */
@@ -269,6 +287,7 @@ int main(void) {
       cmocka_unit_test(hwm_only_by_records_of_its_own_generation),
       cmocka_unit_test(hwm_ignores_uncounted_followers_and_never_lowers),
       cmocka_unit_test(ack_policies),
+      cmocka_unit_test(shard_lease_ends_before_the_control_plane_lease),
       cmocka_unit_test(measurement_only_from_active_leader_of_same_copy),
       cmocka_unit_test(stranger_trusted_at_h0),
       cmocka_unit_test(below_floor_becomes_stranger),

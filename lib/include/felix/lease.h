@@ -31,4 +31,18 @@ uint64_t felix_lease_age(uint64_t renewed_ms, uint64_t now_ms);
 /* CLOCK_MONOTONIC in milliseconds: what callers feed to advance(). */
 uint64_t felix_monotonic_ms(void);
 
+/* CLOCK_BOOTTIME in milliseconds: it keeps counting while the process is
+ * stopped or the machine suspends, so a leader's lease measured on it can
+ * only end early, never late (§4.2). */
+uint64_t felix_boottime_ms(void);
+
+/* §4.2: a leader's per-shard lease, for `leader` acknowledgements. A
+ * heartbeat reply that confirms the leader's pin renews it, counted from the
+ * heartbeat's send time (sent_ms, CLOCK_BOOTTIME) — before the control plane
+ * renewed the broker's lease on receipt — minus a margin for clock rates:
+ * it ends before the control plane could declare the broker's lease lapsed. */
+uint64_t felix_shard_lease_until(uint64_t sent_ms, uint64_t lease_ms);
+/* The margin: a fifth of the lease, at least 100 ms. */
+uint64_t felix_shard_lease_margin(uint64_t lease_ms);
+
 #endif

@@ -84,7 +84,8 @@ typedef struct felix_ack_input {
 } felix_ack_input;
 
 /* §4.1/§4.2: quorum = committed (hwm >= end); all = committed and every
- * trusted replica holds it; leader = the leader holds it within its lease.
+ * trusted replica holds it; leader = the leader holds it within its lease
+ * (or, without a valid lease, once it is committed).
  * The leader always holds what it acknowledges (rule 2). */
 bool felix_ack_ready(const felix_ack_input *in);
 
