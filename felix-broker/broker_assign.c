@@ -45,6 +45,7 @@ static cJSON *copy_json(const shard *s) {
 }
 
 void broker_publish_inventory(broker *b) {
+  b->inventory_stale = false;
   cJSON *arr = cJSON_CreateArray();
   for (shard *s = b->shards; s; s = s->next) {
     if (s->refused && s->gone) { /* say so: the control plane forgets it and asks for a new copy */
@@ -119,7 +120,7 @@ static void keep_stream_meta(broker *b, shard *s, const cJSON *a) {
   }
   s->meta = m;
   s->has_meta = true;
-  broker_publish_inventory(b);
+  b->inventory_stale = true; /* published at the next tick, once for every copy that changed */
 }
 
 /* The replica set, the stream's ack policy and, for a fence, the copy id

@@ -72,11 +72,10 @@ void broker_open_shards_one(broker *b, const char *name) {
     felix_log_event("error", "shard copy refused", "shard", name, "reason", err.msg, NULL);
   }
   snprintf(what, sizeof what, "%s/stream", s->path);
-  if (!s->refused && felix_stream_meta_read(s->dirfd, what, &s->meta, &s->has_meta, &err)) {
-    s->refused = true;
-    snprintf(s->refused_why, sizeof s->refused_why, "%.500s", err.msg);
-    felix_log_event("error", "shard copy refused", "shard", name, "reason", err.msg, NULL);
-  }
+  if (!s->refused && felix_stream_meta_read(s->dirfd, what, &s->meta, &s->has_meta, &err))
+    /* Advisory (only stream adopt reads it): the copy's records stay served;
+     * the file is written anew from the next assignment. */
+    felix_log_event("warn", "ignoring a malformed stream file", "shard", name, "reason", err.msg, NULL);
   s->next = b->shards;
   b->shards = s;
 }

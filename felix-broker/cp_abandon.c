@@ -115,6 +115,14 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
       snprintf(s->copy_id, sizeof s->copy_id, "%s", inv[i]->copy_id);
       s->stranger = false;
       s->confirmed = i == k ? kept : 0;
+    } else {
+      /* A copy that was not live may hold a history the abandon did not see
+       * (found by the adversarial review: after a too-low --above-generation
+       * a returning copy's own "generation 2" matched by number and won a
+       * later failover, mixing two histories). It returns as a stranger:
+       * copied again from the new leader, never counted or chosen first. */
+      s->stranger = true;
+      s->confirmed = 0;
     }
     if (s->floor > v->kept[i]) s->floor = v->kept[i];
   }

@@ -3,13 +3,15 @@
  * from what the live brokers' inventories say of its copies (each copy's
  * `stream` file: name, uuid, shard count, R, ack policy).
  *
- * Invariants: nothing is trusted that the control plane did not measure — a
- * copy that holds records joins as a stranger, so a shard with records waits
- * at NoCaughtUpReplica for the operator's `placement abandon` (which picks
- * the live copy of highest rank); an empty copy is measured at (0, 0). Every
- * generation a copy promised is seen, so the next one goes above it. A slot
- * whose copy no live broker lists goes to another live broker, which makes
- * a new empty copy. The stream is committed whole before the reply. */
+ * Invariants: nothing is trusted that the control plane did not measure —
+ * every copy joins as a stranger, so the shard waits at NoCaughtUpReplica for
+ * the operator's `placement abandon` (which picks the live copy of highest
+ * rank), unless the shard was never used (all R copies listed, empty, no
+ * promise: measured at (0, 0)). Only inventories built for this instance
+ * count, and a majority of R copies per shard must be listed, so every
+ * generation a fence completed is seen and the next one goes above it. A
+ * slot whose copy no live broker lists goes to another live broker, which
+ * makes a new empty copy. The stream is committed whole before the reply. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,11 @@ static size_t gather(cp_state *cp, const char *name, const char *uuid, adopt_cop
     if (!cp_broker_alive(cp, cp->live[i].id)) continue;
     for (size_t k = 0; k < cp->live[i].ninv; k++) {
       const cp_inv_entry *e = &cp->live[i].inv[k];
-      if (e->gone || strcmp(e->stream, name) || (uuid && strcmp(e->stream_uuid, uuid))) continue;
+      /* only inventories built for this instance: an older one may miss a
+       * promise made since (§4.8) */
+      if (e->gone || strcmp(e->stream, name) || (uuid && strcmp(e->stream_uuid, uuid)) ||
+          strcmp(e->cp_instance, cp->instance_id))
+        continue;
       if (!first) first = e->stream_uuid;
       else if (strcmp(first, e->stream_uuid) && !second) second = e->stream_uuid;
       if (n == cap) {
@@ -91,15 +97,31 @@ static bool in_slots(const cp_shard_row *sh, const char *broker) {
   return false;
 }
 
-/* Slots of shard k: every listed copy (a stranger unless empty), then live
- * brokers without one for the rest. */
+/* A shard never used: all R copies listed, every one empty and without a
+ * promise. Only then may empty copies be trusted at (0, 0): an empty copy
+ * that promised, or one beside a missing copy, may be a replaced disk. */
+static bool never_used(const adopt_copy *c, size_t n, int k, int replicas) {
+  int listed = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (c[i].e->shard != k) continue;
+    if (c[i].e->log_end > 0 || c[i].e->ballot_generation > 0 || c[i].e->last_generation > 0) return false;
+    listed++;
+  }
+  return listed == replicas;
+}
+
+/* Slots of shard k: every listed copy (a stranger unless the shard was never
+ * used), then live brokers without one for the rest. A majority of R copies
+ * must be listed: every generation a fence completed was promised by a
+ * majority, so the copies listed then show the highest one, and every
+ * committed record is on one of them. */
 static bool fill_shard(cp_state *cp, const cp_stream_row *s, int k, const adopt_copy *c, size_t n, cp_shard_row *sh,
                        cp_outcome *o) {
   memset(sh, 0, sizeof *sh);
   snprintf(sh->stream_uuid, sizeof sh->stream_uuid, "%s", s->uuid);
   snprintf(sh->stream, sizeof sh->stream, "%s", s->name);
   sh->shard = k;
-  bool holds = false;
+  bool fresh = never_used(c, n, k, s->replicas);
   for (size_t i = 0; i < n; i++) {
     const cp_inv_entry *e = c[i].e;
     if (e->shard != k || in_slots(sh, c[i].broker->id)) continue;
@@ -110,11 +132,16 @@ static bool fill_shard(cp_state *cp, const cp_stream_row *s, int k, const adopt_
     cp_slot_row *x = &sh->slots[sh->nslots++];
     snprintf(x->broker, sizeof x->broker, "%s", c[i].broker->id);
     snprintf(x->copy_id, sizeof x->copy_id, "%s", e->copy_id);
-    x->stranger = e->log_end > 0; /* nothing it holds was measured */
-    holds |= x->stranger;
+    x->stranger = !fresh; /* nothing it holds was measured */
     int64_t g = e->ballot_generation > e->last_generation ? e->ballot_generation : e->last_generation;
     if (g > sh->seen_generation) sh->seen_generation = g;
   }
+  if (sh->nslots < s->replicas / 2 + 1)
+    return cp_outcome_fail(o, 422, "start the brokers that hold its other copies, then adopt again",
+                           "shard %d of stream %s: live brokers list %d of its %d copies, fewer than a majority: the "
+                           "missing ones may hold a higher generation and records no listed copy has",
+                           k, s->name, sh->nslots, s->replicas),
+           false;
   for (size_t i = 0; i < cp->nlive && sh->nslots < s->replicas; i++)
     if (cp_broker_may_lead(cp, cp->live[i].id) && !in_slots(sh, cp->live[i].id))
       snprintf(sh->slots[sh->nslots++].broker, CP_ID_MAX, "%s", cp->live[i].id);
@@ -123,11 +150,11 @@ static bool fill_shard(cp_state *cp, const cp_stream_row *s, int k, const adopt_
                            "shard %d of stream %s: copies on %d brokers and no other live broker for the rest of its %d "
                            "replicas", k, s->name, sh->nslots, s->replicas),
            false;
-  snprintf(sh->state, sizeof sh->state, "%s", holds ? "NoCaughtUpReplica" : "Fencing");
+  snprintf(sh->state, sizeof sh->state, "%s", fresh ? "Fencing" : "NoCaughtUpReplica");
   snprintf(sh->detail, sizeof sh->detail, "%s",
-           holds ? "adopted: the control plane measured none of its copies; felixctl placement abandon --dry-run "
-                   "shows the copy of highest rank it would keep"
-                 : "adopted: waiting for the replicas' empty copies");
+           fresh ? "adopted: waiting for the replicas' empty copies"
+                 : "adopted: the control plane measured none of its copies (records at risk are unknown to it); "
+                   "felixctl placement abandon --dry-run shows the copy of highest rank it would keep");
   return true;
 }
 

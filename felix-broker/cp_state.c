@@ -256,6 +256,13 @@ cp_shard_mem *cp_shard_mem_get(cp_state *cp, const char *stream_uuid, int shard,
   return w;
 }
 
+void cp_shard_mem_forget(cp_state *cp, const char *stream_uuid) {
+  size_t k = 0;
+  for (size_t i = 0; i < cp->nwatch; i++)
+    if (strcmp(cp->watches[i].stream_uuid, stream_uuid)) cp->watches[k++] = cp->watches[i];
+  cp->nwatch = k;
+}
+
 void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
   cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
   if (!w) return;

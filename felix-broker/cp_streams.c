@@ -142,6 +142,7 @@ void cp_stream_delete(cp_state *cp, const char *name, cp_stream_row *deleted, cp
       cp_event_add(cp, "deleted", &sh, NULL, -1, &err, "stream %s (uuid %s) deleted", deleted->name, deleted->uuid) ||
       cp_store_commit(cp->store, &err))
     goto fail;
+  cp_shard_mem_forget(cp, deleted->uuid);
   return;
 fail:
   cp_store_rollback(cp->store);

@@ -92,19 +92,50 @@ static void refusals(void **state) {
   adopt(f, "late", NULL, &s, &o);
   assert_int_equal(o.status, 409);
   assert_non_null(strstr(o.error, "more than one stream"));
-  adopt(f, "late", LOST_UUID, &s, &o); /* --uuid chooses; b2 then holds no copy of it */
+  adopt(f, "late", LOST_UUID, &s, &o); /* --uuid chooses, but b1 alone lists a copy of it */
+  assert_int_equal(o.status, 422);
+  assert_non_null(strstr(o.error, "live brokers list 1 of its 3 copies, fewer than a majority"));
+  cp_inv_entry c = late(f, 0, copies[2], 12, 2);
+  snprintf(c.cp_instance, sizeof c.cp_instance, "%s", INST2); /* built for another instance: not counted */
+  heartbeat(f, 2, &c);
+  adopt(f, "late", LOST_UUID, &s, &o);
+  assert_int_equal(o.status, 422);
+  c = late(f, 0, copies[2], 12, 2);
+  heartbeat(f, 2, &c);
+  adopt(f, "late", LOST_UUID, &s, &o);
   assert_int_equal(o.status, 201);
   cp_shard_row sh = late0(f);
   int empty = 0;
   for (int i = 0; i < sh.nslots; i++) empty += sh.slots[i].copy_id[0] == '\0';
-  assert_int_equal(empty, 2); /* placed on the other live brokers, which make new copies */
+  assert_int_equal(empty, 1); /* placed on the other live broker, which makes a new copy */
+}
+
+/* Found by the adversarial review: two replaced disks (empty copies that took
+ * generation 5's pin) beside a missing copy that holds the records were
+ * trusted at (0, 0), and a generation issued on them lost every record.
+ * Empty copies are trusted only when all R are listed and none promised. */
+static void empty_copies_beside_a_missing_one_are_strangers(void **state) {
+  fx *f = *state;
+  three_brokers(f);
+  cp_inv_entry b = late(f, 0, copies[1], 0, 5), c = late(f, 0, copies[2], 0, 5);
+  heartbeat(f, 1, &b);
+  heartbeat(f, 2, &c);
+  cp_stream_row s;
+  cp_outcome o;
+  adopt(f, "late", NULL, &s, &o);
+  assert_int_equal(o.status, 201);
+  cp_shard_row sh = late0(f);
+  assert_string_equal(sh.state, "NoCaughtUpReplica");
+  assert_int_equal(sh.generation, 0);
+  for (int i = 0; i < sh.nslots; i++)
+    if (sh.slots[i].copy_id[0]) assert_true(sh.slots[i].stranger);
 }
 
 static void empty_copies_start_like_a_new_shard(void **state) {
   fx *f = *state;
   three_brokers(f);
   for (int i = 0; i < 3; i++) {
-    cp_inv_entry e = late(f, 0, copies[i], 0, 1);
+    cp_inv_entry e = late(f, 0, copies[i], 0, 0); /* all R listed, empty, nothing promised */
     heartbeat(f, i, &e);
   }
   cp_stream_row s;
@@ -112,8 +143,9 @@ static void empty_copies_start_like_a_new_shard(void **state) {
   adopt(f, "late", NULL, &s, &o);
   assert_int_equal(o.status, 201);
   cp_shard_row sh = late0(f);
-  assert_int_equal(sh.generation, 2); /* issued at once, above the promised 1 */
+  assert_int_equal(sh.generation, 1); /* issued at once */
   assert_string_equal(sh.state, "Fencing");
+  for (int i = 0; i < 3; i++) assert_false(sh.slots[i].stranger);
 }
 
 static void a_deleted_stream_is_not_adopted(void **state) {
@@ -138,6 +170,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(adopts_copies_as_strangers_above_every_generation, setup, teardown),
       cmocka_unit_test_setup_teardown(refusals, setup, teardown),
       cmocka_unit_test_setup_teardown(empty_copies_start_like_a_new_shard, setup, teardown),
+      cmocka_unit_test_setup_teardown(empty_copies_beside_a_missing_one_are_strangers, setup, teardown),
       cmocka_unit_test_setup_teardown(a_deleted_stream_is_not_adopted, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

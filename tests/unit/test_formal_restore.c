@@ -351,6 +351,10 @@ static void abandon_while_waiting_needs_a_generation_floor(void **state) {
   cp_shard_row sh = shard0(f);
   assert_int_equal(sh.generation, 3);
   assert_false(cp_shard_unsure(&f->cp, &sh)); /* the operator's decision ends the wait: the pin is handed out */
+  /* C was not live: whatever it holds returns as a stranger, copied anew
+   * (the review found a returning copy winning by a reused number). */
+  assert_true(sh.slots[2].stranger);
+  assert_int_equal(sh.slots[2].confirmed, 0);
 }
 
 int main(void) {
