@@ -134,6 +134,7 @@ typedef struct broker {
   pthread_t cp_thread;
   bool serving, draining, stopping;
   bool handing_off;   /* draining: waiting for the shards it leads to get a new leader (§4.9) */
+  bool drain_announced; /* the control plane was told it drains (once all it wrote committed) */
   bool peer_refusing; /* draining, hand-off over: peer appends are refused */
   bool drain_flushed, drain_flush_ok, drain_finished;
   uint64_t drain_appends_before;
@@ -232,6 +233,9 @@ void broker_update_metrics(broker *b);
 void broker_begin_drain(broker *b, const char *why);
 /* Draining: once no replicated shard is led here any more, go on with the drain. */
 void broker_handoff_check(broker *b);
+/* Draining: tells the control plane once every record the shards it leads
+ * wrote is committed. */
+void broker_drain_announce(broker *b);
 /* Finishes a drain once its flush is done and no on_commit batch is pending. */
 void broker_drain_continue(broker *b);
 /* A failed sync: remove the boot token (an unlink needs no space), stop
@@ -242,5 +246,7 @@ void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));
 /* sent_ms: CLOCK_BOOTTIME send time of the heartbeat or registration it
  * answers (renews the per-shard leases of the pins it confirms). */
 void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms);
+/* Ends every per-shard lease (a new control-plane instance, a new incarnation). */
+void broker_drop_shard_leases(broker *b);
 
 #endif

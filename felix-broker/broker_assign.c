@@ -154,11 +154,19 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
   if (changed) peer_members_changed(b, s);
 }
 
+void broker_drop_shard_leases(broker *b) {
+  for (shard *s = b->shards; s; s = s->next) s->lease_until_ms = 0;
+}
+
 /* §4.2: a reply that confirms this process's pin at the copy's generation
  * renews the shard's lease for leader acknowledgements. */
 static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *leader, uint64_t sent_ms,
                               uint64_t lease_ms) {
-  if (!lease_ms || !sent_ms || (uint64_t)num_of(a, "generation") != s->ballot.generation ||
+  /* Only an Active generation that this process leads: a Fencing one may
+   * still be failed over by a fence timeout while a lease would run (found
+   * by the adversarial review), and Active never returns to Fencing. */
+  if (!lease_ms || !sent_ms || !s->leading || strcmp(str_of(a, "state"), "Active") ||
+      (uint64_t)num_of(a, "generation") != s->ballot.generation ||
       strcmp(str_of(leader, "broker"), b->cfg.id) || strcmp(str_of(leader, "copy_id"), s->ballot.copy_id) ||
       strcmp(str_of(leader, "incarnation"), b->incarnation))
     return;
@@ -197,6 +205,7 @@ static void note_cp_instance(broker *b, const cJSON *j) {
   if (!inst[0] || !strcmp(inst, b->cp_instance)) return;
   snprintf(b->cp_instance, sizeof b->cp_instance, "%s", inst);
   felix_log_event("info", "control-plane instance", "instance_id", inst, NULL);
+  broker_drop_shard_leases(b); /* granted by another instance: only this one's replies renew them */
   broker_publish_inventory(b);
 }
 

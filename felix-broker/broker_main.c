@@ -146,10 +146,13 @@ void broker_on_cp_async(uv_async_t *h) {
   char *json = b->mb.assignments_json;
   uint64_t sent_ms = b->mb.assignments_sent_ms;
   b->mb.assignments_json = NULL;
+  bool new_incarnation = b->mb.registered && strcmp(b->incarnation, b->mb.incarnation) != 0;
   if (b->mb.registered) snprintf(b->incarnation, sizeof b->incarnation, "%s", b->mb.incarnation);
   pthread_mutex_unlock(&b->mb.mu);
   /* A draining broker takes no new role (shard_apply_assignment), but still
    * learns that the shards it led moved on. */
+  /* Pins name an incarnation: a lease confirmed for the old one ends. */
+  if (new_incarnation) broker_drop_shard_leases(b);
   if (json && (!b->draining || b->handing_off)) broker_apply_cp(b, json, sent_ms);
   free(json);
   if (!b->serving && b->incarnation[0] && !b->stopping) {
@@ -258,6 +261,31 @@ static void drain_flush_start(broker *b) {
   uv_queue_work(b->loop, &d->work, drain_flush, drain_done);
 }
 
+/* Every record a replicated shard it leads has written is committed. */
+static bool led_all_committed(const broker *b) {
+  for (const shard *s = b->shards; s; s = s->next) {
+    if (!s->leading || s->nmembers <= 1) continue;
+    felix_log_stats st;
+    felix_log_get_stats(s->log, &st);
+    if (s->hwm < st.end_offset) return false;
+  }
+  return true;
+}
+
+void broker_drain_announce(broker *b) {
+  if (!b->handing_off || b->drain_announced || !led_all_committed(b)) return;
+  /* Only now is the control plane asked to hand off: a batch acknowledged
+   * under acks=leader is held by a majority first, so the next leader has it
+   * (found by the adversarial review: a drain could lose such records). */
+  b->drain_announced = true;
+  pthread_mutex_lock(&b->mb.mu);
+  b->mb.draining = true;
+  b->mb.inventory_dirty = true; /* wakes the control-plane thread: a heartbeat now */
+  pthread_cond_broadcast(&b->mb.cv);
+  pthread_mutex_unlock(&b->mb.mu);
+  felix_log_event("info", "handing off the shards it leads", NULL);
+}
+
 void broker_handoff_check(broker *b) {
   if (!b->handing_off || leads_replicated(b)) return;
   felix_log_event("info", "handed off every replicated shard it led", NULL);
@@ -291,14 +319,9 @@ void broker_begin_drain(broker *b, const char *why) {
   handoff_timer.data = b;
   if (b->serving && leads_replicated(b)) {
     b->handing_off = true;
-    pthread_mutex_lock(&b->mb.mu);
-    b->mb.draining = true;
-    b->mb.inventory_dirty = true; /* wakes the control-plane thread: a heartbeat now */
-    pthread_cond_broadcast(&b->mb.cv);
-    pthread_mutex_unlock(&b->mb.mu);
     uint32_t wait = b->cfg.drain_timeout_ms / 2;
     uv_timer_start(&handoff_timer, on_handoff_timeout, wait, 0);
-    felix_log_event("info", "handing off the shards it leads", NULL);
+    broker_drain_announce(b); /* at once, or when the last written record commits (shard_set_hwm) */
     return;
   }
   drain_flush_start(b);

@@ -109,6 +109,7 @@ void shard_set_hwm(broker *b, shard *s, uint64_t hwm) {
   s->hwm = hwm;
   broker_wake_fetches(b, s);
   broker_publish_report(b);
+  broker_drain_announce(b);
 }
 
 int shard_write_generations(shard *s) {

@@ -167,8 +167,8 @@ void cp_abandon(cp_state *cp, const cp_abandon_req *q, cp_abandon_result *r, cp_
   if (!strcmp(sh.state, "Active") && !cp_shard_unsure(cp, &sh))
     return cp_outcome_fail(out, 409, "placement abandon is for a shard stuck at NoCaughtUpReplica or Fencing",
                            "refused: %s/%d is Active at generation %" PRId64, q->stream, q->shard, sh.generation);
-  if (cp_waiting_for_inventories(cp))
-    return cp_outcome_fail(out, 409, "retry once every broker has re-sent its inventory (felixctl cluster status)",
+  if (!cp->grace_over && cp_shard_held_at_start(cp, &sh))
+    return cp_outcome_fail(out, 409, "retry once a lease has passed since the control plane started (felixctl cluster status)",
                            "refused: the control plane started recently and is still waiting for inventories");
   char waiting_for[FELIX_MAX_REPLICAS][CP_ID_MAX];
   int nwait = cp_shard_waiting_for(cp, &sh, waiting_for);

@@ -288,14 +288,22 @@ void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
    * inventory triggers one), so the wait ends as soon as they are in. */
   if (cp_shard_waiting(cp, sh)) return;
   char why[300];
+  /* §4.2: until the start-up grace is over a leader may still hold a
+   * per-shard lease an earlier instance granted (found by the adversarial
+   * review): no failover of a shard the store held, whatever the trigger. */
+  bool in_grace = !cp->grace_over && cp_shard_held_at_start(cp, sh);
   if (sh->generation == 0) {
     record_live_copies(cp, sh);
     /* A copy promised a generation the store never issued (a restored
      * database): not a new shard — a failover above it, counted copies only. */
-    if (higher_generation_seen(sh, why, sizeof why)) return failover(cp, sh, why);
+    if (higher_generation_seen(sh, why, sizeof why)) {
+      if (!in_grace) failover(cp, sh, why);
+      return;
+    }
     issue_first(cp, sh);
     return;
   }
+  if (in_grace) return;
   const char *lost = higher_generation_seen(sh, why, sizeof why); /* said first: it explains the rest */
   if (!lost) lost = leader_lost(cp, sh, why, sizeof why);
   if (!lost) lost = fence_timed_out(cp, sh, why, sizeof why);

@@ -49,6 +49,7 @@ void cp_live_renew(cp_state *cp, cp_live *l) {
 }
 
 static felix_status snapshot_shards(cp_state *cp, felix_err *err);
+static felix_status start_grace(cp_state *cp, felix_err *err);
 
 felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instance_id, uint64_t lease_ms,
                            uint64_t real_now_ms, felix_err *err) {
@@ -82,8 +83,25 @@ felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instan
   }
   for (size_t i = 0; i < n; i++) cp_live_get(cp, bs[i].id, true); /* one fresh lease each */
   free(bs);
-  if (snapshot_shards(cp, err)) {
+  if (snapshot_shards(cp, err) || start_grace(cp, err)) {
     cp_state_close(cp);
+    return err->status;
+  }
+  return FELIX_OK;
+}
+
+/* The grace lasts the longest lease this database ever ran with, which it
+ * then remembers (a start with a shorter --lease-ms still waits out the
+ * per-shard leases granted under a longer one). */
+static felix_status start_grace(cp_state *cp, felix_err *err) {
+  int64_t longest = 0;
+  bool found;
+  if (cp_store_setting_get(cp->store, "max_lease_ms", &longest, &found, err)) return err->status;
+  if (!found || longest < (int64_t)cp->lease_ms) longest = (int64_t)cp->lease_ms;
+  cp->grace_ms = (uint64_t)longest;
+  if (cp_store_begin(cp->store, err) || cp_store_setting_put(cp->store, "max_lease_ms", longest, err) ||
+      cp_store_commit(cp->store, err)) {
+    cp_store_rollback(cp->store);
     return err->status;
   }
   return FELIX_OK;
@@ -188,6 +206,11 @@ static felix_status snapshot_shards(cp_state *cp, felix_err *err) {
   return FELIX_OK;
 }
 
+bool cp_shard_held_at_start(cp_state *cp, const cp_shard_row *sh) {
+  const cp_shard_mem *m = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  return m && m->at_start;
+}
+
 bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh) {
   return sh->generation > 0 && (sh->seen_generation > sh->generation || cp_shard_waiting(cp, sh));
 }
@@ -230,7 +253,7 @@ static bool notice_lapses(cp_state *cp) {
 void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
   felix_lease_clock_advance(&cp->clock, real_now_ms);
   bool changed = notice_lapses(cp);
-  if (!cp->grace_over && cp->clock.now_ms >= cp->lease_ms) {
+  if (!cp->grace_over && cp->clock.now_ms >= cp->grace_ms) {
     cp->grace_over = true;
     cp_log("info", "a lease has passed since the start: a shard still waiting for inventories may be abandoned", NULL);
     changed = true;

@@ -86,7 +86,11 @@ typedef struct cp_state {
   uint64_t lease_ms, heartbeat_ms;
   felix_lease_clock clock;
   int64_t started_at; /* unix seconds */
-  bool grace_over;    /* a lease has passed since the start (brokers that run have sent inventories) */
+  /* The start-up grace: no failover before it is over — the longest lease
+   * this database ever ran with (leaders' per-shard leases granted under it
+   * may still run, §4.2), and brokers that run have sent inventories. */
+  uint64_t grace_ms;
+  bool grace_over;
   cp_live *live;
   size_t nlive, caplive;
   cp_shard_mem *watches;

@@ -25,6 +25,9 @@ void cp_outcome_store_error(cp_outcome *o, const felix_err *err);
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh);
 /* The fence watch of a shard (created when asked), or NULL. */
 cp_shard_mem *cp_shard_mem_get(cp_state *cp, const char *stream_uuid, int shard, bool create);
+/* The store held the shard when this instance started (it may have pins
+ * an earlier instance granted). */
+bool cp_shard_held_at_start(cp_state *cp, const cp_shard_row *sh);
 /* Forgets what memory holds of a deleted stream's shards. */
 void cp_shard_mem_forget(cp_state *cp, const char *stream_uuid);
 /* Starts watching the fence of sh's (new) generation. */

@@ -51,6 +51,14 @@ static const char *schema_v2 =
     "UPDATE schema_version SET version = 2;"
     "PRAGMA user_version = 2;";
 
+/* Version 3: settings that outlive one start — the longest lease ever used,
+ * so that a start with a shorter one still waits out leases granted under
+ * the longer one (§4.2). */
+static const char *schema_v3 =
+    "CREATE TABLE settings(key TEXT PRIMARY KEY, value INTEGER NOT NULL);"
+    "UPDATE schema_version SET version = 3;"
+    "PRAGMA user_version = 3;";
+
 static felix_status db_fail(cp_store *s, felix_err *err, const char *what) {
   return felix_fail(err, FELIX_E_IO, "%s: %s", what, sqlite3_errmsg(s->db));
 }
@@ -80,7 +88,7 @@ static felix_status migrate(cp_store *s, const char *path, felix_err *err) {
                       s->version, CP_SCHEMA_VERSION);
   if (s->version == CP_SCHEMA_VERSION) return FELIX_OK;
   /* Each step runs in its own transaction so a crash leaves a whole version. */
-  const char *const steps[] = {schema_v1, schema_v2};
+  const char *const steps[] = {schema_v1, schema_v2, schema_v3};
   for (int v = s->version; v < CP_SCHEMA_VERSION; v++) {
     felix_status st = exec(s, "BEGIN IMMEDIATE", err);
     if (st == FELIX_OK) st = exec(s, steps[v], err);
@@ -172,6 +180,29 @@ static bool grow(void **buf, size_t *cap, size_t n, size_t sz) {
   *buf = p;
   *cap = ncap;
   return true;
+}
+
+/* ---- settings ---- */
+
+felix_status cp_store_setting_get(cp_store *s, const char *key, int64_t *value, bool *found, felix_err *err) {
+  sqlite3_stmt *st;
+  *found = false;
+  if (prep(s, "SELECT value FROM settings WHERE key = ?", &st, err)) return err->status;
+  bind_text(st, 1, key);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *found = true, *value = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return rc == SQLITE_ROW || rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "read setting");
+}
+
+felix_status cp_store_setting_put(cp_store *s, const char *key, int64_t value, felix_err *err) {
+  sqlite3_stmt *st;
+  if (prep(s, "INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+           &st, err))
+    return err->status;
+  bind_text(st, 1, key);
+  sqlite3_bind_int64(st, 2, value);
+  return finish(s, st, err);
 }
 
 /* ---- brokers ---- */

@@ -15,7 +15,7 @@
 #include "felix/error.h"
 #include "felix/placement.h"
 
-#define CP_SCHEMA_VERSION 2
+#define CP_SCHEMA_VERSION 3
 #define CP_ID_MAX 65   /* broker ids, stream names: up to 64 chars */
 #define CP_HEX_MAX 65  /* storage ids, copy ids, boot ids */
 #define CP_INC_MAX 96  /* "<32 hex>.<counter>" */
@@ -88,6 +88,10 @@ typedef struct cp_event {
 felix_status cp_store_open(const char *path, cp_store **out, felix_err *err);
 void cp_store_close(cp_store *s);
 int cp_store_schema_version(cp_store *s);
+
+/* Settings (schema 3): an integer per key; *found false when never set. */
+felix_status cp_store_setting_get(cp_store *s, const char *key, int64_t *value, bool *found, felix_err *err);
+felix_status cp_store_setting_put(cp_store *s, const char *key, int64_t value, felix_err *err);
 
 felix_status cp_store_begin(cp_store *s, felix_err *err);
 felix_status cp_store_commit(cp_store *s, felix_err *err);

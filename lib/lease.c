@@ -42,8 +42,11 @@ uint64_t felix_boottime_ms(void) {
 }
 
 uint64_t felix_shard_lease_margin(uint64_t lease_ms) {
+  /* The control plane may see a lapse up to two ticks (2 x 100 ms) early:
+   * renewals are stamped with its last tick, and one advance adds up to
+   * two ticks. Clock rates take the fifth. */
   uint64_t m = lease_ms / 5;
-  return m < 100 ? 100 : m;
+  return m < 300 ? 300 : m;
 }
 
 uint64_t felix_shard_lease_until(uint64_t sent_ms, uint64_t lease_ms) {

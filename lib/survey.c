@@ -221,14 +221,14 @@ static void survey_small_files(felix_shard_survey *s, int dirfd) {
   st = felix_generations_read(dirfd, what, &s->gens, &e);
   s->has_generations = st == FELIX_OK;
   if (st && st != FELIX_E_NOTFOUND) felix_problems_add_err(&s->problems, what, "bad_generations", &e);
-  snprintf(what, sizeof what, "%s/stream", s->path);
-  if (felix_stream_meta_read(dirfd, what, &s->stream, &s->has_stream, &e))
-    felix_problems_add_err(&s->problems, what, "bad_stream", &e);
   for (size_t i = 0; s->has_generations && i < s->gens.count; i++)
     if (s->gens.items[i].start_offset >= s->end_offset)
       felix_problems_add(&s->problems, what, 0, "generations_ahead", true,
                          "generation %" PRIu64 " starts at %" PRIu64 ", at or past the log end %" PRIu64 "; dropped at next start",
                          s->gens.items[i].generation, s->gens.items[i].start_offset, s->end_offset);
+  snprintf(what, sizeof what, "%s/stream", s->path);
+  if (felix_stream_meta_read(dirfd, what, &s->stream, &s->has_stream, &e))
+    felix_problems_add_err(&s->problems, what, "bad_stream", &e);
 }
 
 felix_status felix_shard_survey_run(const char *path, felix_shard_survey *s, felix_err *err) {

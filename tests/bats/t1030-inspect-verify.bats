@@ -214,6 +214,20 @@ with open(sys.argv[1], "r+b") as fh:
   assert_line --index 0 "$SHARD/ballot: byte $at: bad_ballot (NOT repairable): $SHARD/ballot: byte $at: generation=one is not a decimal number"
 }
 
+@test "verify: a malformed stream file names the file and the byte; summary shows a good one" {
+  make_data
+  printf 'name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=3\nacks=quorum\n' >"$SHARD/stream"
+  run -0 inspect --json d
+  [ "$(echo "$output" | jget 'j["shards"][0]["stream_file"]["replicas"]')" = 3 ]
+  run -0 inspect d
+  assert_output --partial "stream file: orders (uuid 0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3), 4 shard(s), R=3, acks quorum"
+  sed -i 's/^replicas=3$/replicas=9/' "$SHARD/stream"
+  run -6 inspect --json verify d
+  assert_equal "$(problems)" "$SHARD/stream 63 bad_stream false"
+  run -6 inspect verify d
+  assert_line --index 0 "$SHARD/stream: byte 63: bad_stream (NOT repairable): $SHARD/stream: byte 63: replicas is 9, must be 1 to 7"
+}
+
 @test "verify: a ballot cut short (no final newline) names the file and byte" {
   make_data
   size=$(stat -c %s "$SHARD/ballot")

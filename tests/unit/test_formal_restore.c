@@ -84,6 +84,21 @@ static void b_wiped_registers_at_generation_zero(fx *f) {
   assert_int_equal(do_register(f, 1, NEWSID, &e, 1), 200);
 }
 
+/* Runs the lease clock through the start-up grace (no failover of a shard
+ * the store held before it is over), every broker heartbeating each second. */
+static void end_grace(fx *f) {
+  for (uint64_t t = 0; !f->cp.grace_over && t < 60000; t += CP_TICK_MS) {
+    f->t += CP_TICK_MS;
+    cp_state_tick(&f->cp, f->t);
+    if (t % 1000 == 0)
+      for (int i = 0; i < 3; i++) {
+        cp_outcome o;
+        cp_heartbeat(&f->cp, ids[i], f->inc[i], NULL, 0, &o);
+      }
+  }
+  assert_true(f->cp.grace_over);
+}
+
 /* Runs the lease clock for n leases. */
 static void run_lease(fx *f, int n) {
   for (int k = 0; k < n * 50; k++) {
@@ -118,6 +133,9 @@ static void twin_wait_counts_new_copy(void **state) {
   heartbeat(f, 2, &c);
   sh = shard0(f);
   assert_false(cp_shard_waiting(&f->cp, &sh));
+  assert_int_equal(sh.generation, 1); /* the grace: a leader's per-shard lease may still run */
+  end_grace(f);
+  sh = shard0(f);
   assert_int_equal(sh.generation, 3); /* failed over above everything seen */
   assert_string_equal(sh.state, "Fencing");
 }
@@ -144,8 +162,11 @@ static void twin_report_while_waiting(void **state) {
   cp_inv_entry c = inv(f, copies[2], 1, 2, INST2);
   cp_outcome o;
   cp_heartbeat(&f->cp, "b3", f->inc[2], &c, 1, &o);
-  assert_int_equal(shard0(f).generation, 3);
   assert_int_equal(report(f, 0, 3, 1, 1, now_copies, why), 0);
+  assert_non_null(strstr(why, "a copy promised a generation above"));
+  end_grace(f);
+  assert_int_equal(shard0(f).generation, 3);
+  assert_int_equal(report(f, 0, 4, 1, 1, now_copies, why), 0);
   assert_true(shard0(f).slots[1].stranger);
 }
 
@@ -309,6 +330,9 @@ static void restored_generation_zero_waits_for_every_slot(void **state) {
   sh = shard0(f);
   assert_false(cp_shard_waiting(&f->cp, &sh));
   assert_int_equal(sh.seen_generation, 2);
+  assert_int_equal(sh.generation, 0); /* not a new shard: no generation 1, and no failover in the grace */
+  end_grace(f);
+  sh = shard0(f);
   assert_int_equal(sh.generation, 3); /* a failover above everything seen, not a new shard's generation */
   assert_true(sh.slots[1].stranger);  /* B's new copy cannot be counted */
   assert_string_not_equal(sh.leader, "b2");
@@ -357,6 +381,21 @@ static void abandon_while_waiting_needs_a_generation_floor(void **state) {
   assert_int_equal(sh.slots[2].confirmed, 0);
 }
 
+/* Found by the adversarial review of leader acks: a start with a shorter
+ * --lease-ms failed a shard over while a per-shard lease granted under the
+ * longer one still ran. The grace is the longest lease the store ran with. */
+static void grace_is_the_longest_lease_ever_used(void **state) {
+  fx *f = *state;
+  felix_err err;
+  cp_state_close(&f->cp);
+  assert_int_equal(cp_state_open(&f->cp, f->db, INST2, 30000, f->t, &err), FELIX_OK);
+  assert_int_equal(f->cp.grace_ms, 30000);
+  cp_state_close(&f->cp);
+  assert_int_equal(cp_state_open(&f->cp, f->db, "cccccccccccccccccccccccccccccccc", 5000, f->t, &err), FELIX_OK);
+  assert_int_equal(f->cp.lease_ms, 5000);
+  assert_int_equal(f->cp.grace_ms, 30000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(twin_wait_counts_new_copy, setup, teardown),
@@ -366,6 +405,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(wait_counts_store_named_copies, setup, teardown),
       cmocka_unit_test_setup_teardown(restored_generation_zero_waits_for_every_slot, setup, teardown),
       cmocka_unit_test_setup_teardown(abandon_while_waiting_needs_a_generation_floor, setup, teardown),
+      cmocka_unit_test_setup_teardown(grace_is_the_longest_lease_ever_used, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

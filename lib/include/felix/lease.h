@@ -42,7 +42,8 @@ uint64_t felix_boottime_ms(void);
  * renewed the broker's lease on receipt — minus a margin for clock rates:
  * it ends before the control plane could declare the broker's lease lapsed. */
 uint64_t felix_shard_lease_until(uint64_t sent_ms, uint64_t lease_ms);
-/* The margin: a fifth of the lease, at least 100 ms. */
+/* The margin: a fifth of the lease, at least 300 ms (the control plane's
+ * clock may notice a lapse up to two 100 ms ticks early). */
 uint64_t felix_shard_lease_margin(uint64_t lease_ms);
 
 #endif
