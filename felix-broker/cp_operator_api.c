@@ -116,6 +116,10 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   add_str_or_null(o, "leader_incarnation", led ? sh->leader_incarnation : NULL);
   cJSON_AddBoolToObject(o, "waiting_for_inventories", sh->generation > 0 && cp_shard_waiting(cp, sh));
   cJSON_AddNumberToObject(o, "seen_generation", (double)sh->seen_generation);
+  char who[FELIX_MAX_REPLICAS][CP_ID_MAX];
+  int nwho = cp_shard_waiting_for(cp, sh, who);
+  cJSON *w = cJSON_AddArrayToObject(o, "waiting_for"); /* the replicas whose inventories it still waits for */
+  for (int i = 0; i < nwho; i++) cJSON_AddItemToArray(w, cJSON_CreateString(who[i]));
   cJSON *rs = cJSON_AddArrayToObject(o, "replicas");
   for (int i = 0; i < sh->nslots; i++)
     cJSON_AddItemToArray(rs, replica_json(cp, sh, &sh->slots[i], find_broker(bs, nb, sh->slots[i].broker)));
@@ -140,9 +144,10 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
     cJSON_AddStringToObject(o, "instance_id", cp->instance_id);
     add_time(o, "started_at", cp->started_at);
     cJSON_AddNumberToObject(o, "lease_ms", (double)cp->lease_ms);
-    int alive = 0, active = 0, fencing = 0, stuck = 0;
+    int alive = 0, active = 0, fencing = 0, stuck = 0, waiting = 0;
     for (size_t i = 0; i < nb; i++) alive += cp_broker_alive(cp, bs[i].id);
     for (size_t i = 0; i < nsh; i++) {
+      waiting += cp_shard_waiting(cp, &sh[i]);
       active += !strcmp(sh[i].state, "Active");
       fencing += !strcmp(sh[i].state, "Fencing");
       stuck += !strcmp(sh[i].state, "NoCaughtUpReplica");
@@ -156,6 +161,7 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
     cJSON_AddNumberToObject(s, "Active", active);
     cJSON_AddNumberToObject(s, "Fencing", fencing);
     cJSON_AddNumberToObject(s, "NoCaughtUpReplica", stuck);
+    cJSON_AddNumberToObject(s, "waiting_for_inventories", waiting); /* §4.8: no decision for them yet */
     cJSON_AddBoolToObject(o, "waiting_for_inventories", cp_waiting_for_inventories(cp));
     cJSON_AddNumberToObject(o, "schema_version", cp_store_schema_version(cp->store));
     reply_json(rep, 200, o);

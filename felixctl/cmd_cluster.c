@@ -27,6 +27,12 @@ static int cluster_status(const ctl_opts *o) {
            ctl_field(shards, "Active", b2), ctl_field(shards, "Fencing", b3),
            ctl_field(shards, "NoCaughtUpReplica", b4));
   ctl_kv("Shards", line);
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(shards, "waiting_for_inventories");
+  if (cJSON_IsNumber(w) && w->valueint > 0) {
+    snprintf(line, sizeof line, "%d shard(s) wait for their copies' inventories after the control plane's start",
+             w->valueint);
+    ctl_kv("Waiting", line);
+  }
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
 }
@@ -40,10 +46,12 @@ const ctl_command ctl_cmd_cluster_status = {
             "Asks the control plane for a summary of the cluster: its instance and\n"
             "start time, the broker lease, how many brokers are alive, how many\n"
             "streams exist and how many shards are Active, Fencing or\n"
-            "NoCaughtUpReplica.\n"
+            "NoCaughtUpReplica, and how many still wait for their copies'\n"
+            "inventories after the control plane's start.\n"
             "\n"
             "With -o json, prints the control plane's object: instance_id, started_at,\n"
             "lease_ms, brokers {total, alive}, streams, shards {total, Active, Fencing,\n"
-            "NoCaughtUpReplica}.\n",
+            "NoCaughtUpReplica, waiting_for_inventories}, waiting_for_inventories (during\n"
+            "the first lease), schema_version.\n",
     .run = cluster_status,
 };

@@ -2,6 +2,7 @@
  * `shard describe STREAM/SHARD` (GET /v1/shards[...]), and the STREAM/SHARD
  * argument that placement, produce and consume share. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "felixctl.h"
@@ -68,6 +69,29 @@ static void print_replicas(const cJSON *replicas) {
   ctl_print_rows(replicas, head, keys, (int)(sizeof head / sizeof head[0]));
 }
 
+/* §4.8: what the control plane still waits for before it decides anything
+ * for the shard, and a generation a copy promised above the stored one. */
+static void print_unsure(const cJSON *j) {
+  const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "waiting_for");
+  if (cJSON_GetArraySize(w) > 0) {
+    char line[512] = "inventories from";
+    const cJSON *x;
+    cJSON_ArrayForEach(x, w) {
+      size_t n = strlen(line);
+      snprintf(line + n, sizeof line - n, " %s", cJSON_IsString(x) ? x->valuestring : "?");
+    }
+    ctl_kv("Waiting for", line);
+  }
+  char g[64], seen[64];
+  ctl_field(j, "generation", g);
+  ctl_field(j, "seen_generation", seen);
+  if (strtoll(seen, NULL, 10) > strtoll(g, NULL, 10)) {
+    char line[200];
+    snprintf(line, sizeof line, "%s (a copy promised it: the shard fails over above it)", seen);
+    ctl_kv("Seen generation", line);
+  }
+}
+
 static int shard_describe(const ctl_opts *o) {
   char stream[128], path[512];
   uint32_t shard;
@@ -87,6 +111,7 @@ static int shard_describe(const ctl_opts *o) {
     char buf[64];
     ctl_kv(labels[i], ctl_field(r.json, keys[i], buf));
   }
+  print_unsure(r.json);
   printf("\n");
   print_replicas(cJSON_GetObjectItemCaseSensitive(r.json, "replicas"));
   ctl_reply_free(&r);
@@ -123,6 +148,9 @@ const ctl_command ctl_cmd_shard_describe = {
             "States: Fencing (a generation was issued and its leader has not yet\n"
             "reported past its start), Active, NoCaughtUpReplica (no copy is eligible\n"
             "to lead; nothing changes until one is or an operator acts).\n"
+            "After a control-plane start, \"Waiting for\" names the replicas whose\n"
+            "inventories it still needs before it decides anything for the shard, and\n"
+            "\"Seen generation\" a generation a copy promised above the stored one.\n"
             "\n"
             "With -o json, prints the control plane's object: stream, shard,\n"
             "generation, state, leader (null when no generation is led),\n"

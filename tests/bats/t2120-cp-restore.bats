@@ -69,6 +69,11 @@ waiting() { [ "$(shard_field waiting_for_inventories)" = true ]; }
   wait_until 30 lease_passed
   waiting # not bounded in time: two of the three named copies have said nothing
   [ "$(shard_field generation)" = 1 ]
+  run -0 "$CTL" shard describe r/0
+  assert_line --regexp "^Waiting for: +inventories from( b[123]){2}$"
+  assert_line --regexp "^Seen generation: +2 \(a copy promised it"
+  run -0 "$CTL" cluster status
+  assert_line --regexp "^Waiting: +1 shard\(s\) wait for their copies' inventories"
   [ "$(shard_field seen_generation)" -ge 2 ] # A's ballot promised generation 2
   rbroker_start "${1#b}"
   rbroker_start "${2#b}"
