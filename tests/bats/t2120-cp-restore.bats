@@ -51,6 +51,10 @@ history_after_backup() {
 
 shard_field() { "$CTL" -o json shard describe r/0 | jget "j['$1']"; }
 waiting() { [ "$(shard_field waiting_for_inventories)" = true ]; }
+# waits_for_exactly B... — the shard waits for the inventories of exactly these brokers.
+waits_for_exactly() {
+  [ "$(shard_field 'waiting_for' | python3 -c 'import json,sys; print(" ".join(sorted(json.load(sys.stdin))))')" = "$(printf '%s\n' "$@" | sort | tr '\n' ' ' | sed 's/ $//')" ]
+}
 
 @test "a restored control-plane database: the shard waits for the copies it names, then fails over above every generation seen; nothing acknowledged is lost" {
   history_after_backup
@@ -155,7 +159,10 @@ abandon_as_shown() {
   rbroker_start "${2#b}"
   wait_until 60 brokers_alive 3
   wait_until 30 lease_passed
-  waiting # only A's copy is one the restored store names
+  # Only A's copy is one the restored store names: once A's inventory for
+  # this instance is in (A may still be registering again), the shard waits
+  # for the other two alone.
+  wait_until 30 waits_for_exactly "$1" "$2"
   run "$CTL" -o json placement abandon r/0 --dry-run
   [ "$status" -eq 0 ] || fail "dry run: $output"
   [ "$(echo "$output" | jget 'sorted(j["waiting_for"])')" = "$(python3 -c "import json,sys; print(json.dumps(sorted(sys.argv[1:])))" "$1" "$2")" ]
