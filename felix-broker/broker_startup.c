@@ -160,6 +160,7 @@ static int write_running(broker *b) {
   snprintf(rs.boot_id, sizeof rs.boot_id, "%s", b->boot_id);
   snprintf(rs.boot_id_source, sizeof rs.boot_id_source, "%s", b->boot_source);
   felix_format_rfc3339(rs.since, time(NULL));
+  snprintf(rs.broker_id, sizeof rs.broker_id, "%s", b->cfg.id);
   felix_err err;
   if (felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (felix_boot_token_create(&b->sid, b->boot_id, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);

@@ -15,9 +15,11 @@ static void usage(FILE *f) {
         "       felix-broker run --id ID --data-dir DIR --listen ADDR --http ADDR\n"
         "                        --control-plane URL [--fsync-mode none|periodic|on_commit]\n"
         "                        [--fsync-interval-ms N] [--token-file F]\n"
+        "       felix-broker restore-point create|list|verify|restore ...\n"
         "       felix-broker --help | --version\n\n"
         "  control-plane  run the control plane: HTTP/JSON API on ADDR, state in the SQLite FILE\n"
-        "  run            run a broker: serve the data protocol on ADDR for the shards placed on it\n\n"
+        "  run            run a broker: serve the data protocol on ADDR for the shards placed on it\n"
+        "  restore-point  make, list, verify and restore backups of a data directory's shard logs\n\n"
         "Each subcommand takes --help. See felix-broker(8).\n",
         f);
 }
@@ -38,6 +40,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "control-plane")) return cp_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return broker_main(argc - 1, argv + 1);
+  if (!strcmp(cmd, "restore-point")) return rp_main(argc - 1, argv + 1);
   fprintf(stderr, "felix-broker: error: unknown command '%s'\nfelix-broker: hint: felix-broker --help lists the commands\n", cmd);
   return FELIX_EXIT_USAGE;
 }

@@ -6,5 +6,7 @@
 int cp_main(int argc, char **argv);
 /* felix-broker run ... (broker_*.c). argv[0] is "run". */
 int broker_main(int argc, char **argv);
+/* felix-broker restore-point ... (rp_*.c). argv[0] is "restore-point". */
+int rp_main(int argc, char **argv);
 
 #endif

@@ -53,6 +53,8 @@ cJSON *inspect_next_start_json(const next_start *ns) {
   cJSON_AddItemToObject(o, "boot_id_source", ns->run_state_present && ns->rs.has_boot_id ? cJSON_CreateString(ns->rs.boot_id_source[0] ? ns->rs.boot_id_source : "kernel") : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "pid", ns->run_state_present ? cJSON_CreateNumber((double)ns->rs.pid) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "since", ns->run_state_present ? cJSON_CreateString(ns->rs.since) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "broker_id", ns->run_state_present && ns->rs.broker_id[0] ? cJSON_CreateString(ns->rs.broker_id) : cJSON_CreateNull());
+  cJSON_AddItemToObject(o, "restored_from", ns->run_state_present && ns->rs.restored_from[0] ? cJSON_CreateString(ns->rs.restored_from) : cJSON_CreateNull());
   cJSON_AddItemToObject(o, "current_boot_id", ns->boot_known ? cJSON_CreateString(ns->current_boot) : cJSON_CreateNull());
   cJSON_AddBoolToObject(o, "boot_token_present", ns->token_present);
   cJSON *n = cJSON_AddObjectToObject(o, "next_start");
@@ -72,6 +74,9 @@ void inspect_next_start_print(const next_start *ns) {
            (long long)ns->rs.pid, ns->rs.since);
   else
     printf("last run:     unrecorded (no run-state file)\n");
+  if (ns->run_state_present && ns->rs.broker_id[0]) printf("broker:       %s\n", ns->rs.broker_id);
+  if (ns->run_state_present && ns->rs.restored_from[0])
+    printf("restored:     from %s at %s: every copy is new to the control plane\n", ns->rs.restored_from, ns->rs.since);
   printf("this boot:    %s%s, boot token %s\n", ns->boot_known ? ns->current_boot : "(unknown)",
          ns->boot_known && ns->run_state_present && ns->rs.has_boot_id && !strcmp(ns->rs.boot_id, ns->current_boot) ? " (same boot as the last run)" : "",
          ns->token_present ? "present" : "absent");

@@ -72,7 +72,8 @@ felix_status felix_storage_id_load_or_create(int dirfd, const char *dir, felix_s
 felix_status felix_run_state_parse(const char *buf, size_t len, const char *what,
                                    felix_run_state *out, felix_err *err) {
   kv_field f[] = {{"state", NULL, 0, 1}, {"fsync_mode", NULL, 0, 1}, {"boot_id", NULL, 0, 0},
-                  {"boot_id_source", NULL, 0, 0}, {"pid", NULL, 0, 1}, {"since", NULL, 0, 1}};
+                  {"boot_id_source", NULL, 0, 0}, {"pid", NULL, 0, 1}, {"since", NULL, 0, 1},
+                  {"broker_id", NULL, 0, 0}, {"restored_from", NULL, 0, 0}};
   size_t n = sizeof f / sizeof f[0];
   felix_status st = kv_parse(buf, len, what, f, n, err);
   if (st) return st;
@@ -104,9 +105,15 @@ felix_status felix_run_state_parse(const char *buf, size_t len, const char *what
     st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: pid=%" PRIu64 " is out of range", what, f[4].at, pid);
   if (!st && strlen(f[5].value) >= sizeof out->since)
     st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: since= is too long for an RFC 3339 time", what, f[5].at);
+  if (!st && f[6].value && (!f[6].value[0] || strlen(f[6].value) >= sizeof out->broker_id))
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: broker_id must have 1 to %zu characters", what, f[6].at, sizeof out->broker_id - 1);
+  if (!st && f[7].value && (!f[7].value[0] || strlen(f[7].value) >= sizeof out->restored_from))
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: restored_from must have 1 to %zu characters", what, f[7].at, sizeof out->restored_from - 1);
   if (!st) {
     out->pid = (int64_t)pid;
     snprintf(out->since, sizeof out->since, "%s", f[5].value);
+    if (f[6].value) snprintf(out->broker_id, sizeof out->broker_id, "%s", f[6].value);
+    if (f[7].value) snprintf(out->restored_from, sizeof out->restored_from, "%s", f[7].value);
   }
   kv_free(f, n);
   return st;
@@ -118,7 +125,9 @@ void felix_run_state_format(const felix_run_state *rs, char *out, size_t cap) {
   if (rs->has_boot_id && n >= 0 && (size_t)n < cap)
     n += snprintf(out + n, cap - (size_t)n, "boot_id=%s\nboot_id_source=%s\n", rs->boot_id,
                   rs->boot_id_source[0] ? rs->boot_id_source : "kernel");
-  if (n >= 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, "pid=%" PRId64 "\nsince=%s\n", rs->pid, rs->since);
+  if (n >= 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, "pid=%" PRId64 "\nsince=%s\n", rs->pid, rs->since);
+  if (rs->broker_id[0] && n >= 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, "broker_id=%s\n", rs->broker_id);
+  if (rs->restored_from[0] && n >= 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, "restored_from=%s\n", rs->restored_from);
 }
 
 felix_status felix_run_state_read(int dirfd, const char *dir, felix_run_state *out, bool *present,
@@ -137,7 +146,7 @@ felix_status felix_run_state_read(int dirfd, const char *dir, felix_run_state *o
 }
 
 felix_status felix_run_state_write(int dirfd, const char *dir, const felix_run_state *rs, felix_err *err) {
-  char buf[1024], what[4200];
+  char buf[2048], what[4200];
   felix_run_state_format(rs, buf, sizeof buf);
   what_of(what, sizeof what, dir, "run-state");
   return felix_write_file_atomic(dirfd, "run-state", buf, strlen(buf), what, err);

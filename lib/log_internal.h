@@ -59,6 +59,12 @@ felix_status log_seg_add_entry(log_seg *s, uint64_t offset, uint64_t position);
  * directory sync) and its index, and appends it to log->segs. */
 felix_status log_seg_create(felix_log *log, uint64_t base, felix_err *err);
 void log_seg_close(log_seg *s);
+/* A segment file with more than one link shares its inode with a restore
+ * point (restore-point create hard-links sealed segments). The log never
+ * writes into such a file: before it cuts or appends to one it replaces it,
+ * durably, by a private copy of its first `keep` bytes, so the restore point
+ * keeps exactly the bytes its manifest vouches for. No-op for a private file. */
+felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_err *err);
 /* Records s's state as written; an append that fails goes back to it. */
 void log_seg_mark_flushed(log_seg *s);
 void log_seg_name(const felix_log *log, const log_seg *s, const char *suffix, char *out, size_t cap);

@@ -170,6 +170,7 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
     st = offset < s->next_offset ? locate(log, s, offset, &pos, err) : FELIX_OK;
     if (offset >= s->next_offset) pos = s->size;
   }
+  if (!st) st = log_seg_unshare(log, s, pos, err);
   if (st) return st;
   int rc = ftruncate(s->fd, (off_t)pos) == 0 ? log_sync_fd(log, s->fd) : errno;
   if (rc) {

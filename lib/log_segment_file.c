@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "felix/fileutil.h"
@@ -91,5 +92,47 @@ felix_status log_seg_create(felix_log *log, uint64_t base, felix_err *err) {
     return st;
   }
   log->segs[log->nsegs++] = s;
+  return FELIX_OK;
+}
+
+/* Copies the first `keep` bytes of from_fd into to_fd. */
+static int copy_prefix(int from_fd, int to_fd, uint64_t keep) {
+  static const size_t chunk = 1u << 20;
+  uint8_t *buf = malloc(chunk);
+  if (!buf) return ENOMEM;
+  int rc = 0;
+  for (uint64_t at = 0; rc == 0 && at < keep;) {
+    size_t want = keep - at < chunk ? (size_t)(keep - at) : chunk;
+    ssize_t n = pread(from_fd, buf, want, (off_t)at);
+    if (n <= 0) rc = n < 0 ? errno : EIO;
+    else if (pwrite(to_fd, buf, (size_t)n, (off_t)at) != n) rc = errno ? errno : EIO;
+    else at += (uint64_t)n;
+  }
+  free(buf);
+  return rc;
+}
+
+felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_err *err) {
+  struct stat sb;
+  if (fstat(s->fd, &sb) != 0)
+    return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: stat segment %020" PRIu64 ".log", log->shard, s->base);
+  if (sb.st_nlink <= 1) return FELIX_OK;
+  char name[32], tmp[64], what[4200];
+  felix_seg_format_name(name, s->base, ".log");
+  snprintf(tmp, sizeof tmp, ".%s.unshare", name);
+  snprintf(what, sizeof what, "%s/%s", log->path, name);
+  int fd = openat(log->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: unshare %s", log->shard, what);
+  int rc = copy_prefix(s->fd, fd, keep);
+  if (rc == 0) rc = log_sync_fd(log, fd);
+  if (rc == 0 && renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = errno;
+  if (rc == 0 && fsync(log->dirfd) != 0) rc = errno;
+  if (rc != 0) {
+    close(fd);
+    unlinkat(log->dirfd, tmp, 0);
+    return felix_fail_errno(err, FELIX_E_IO, rc, "shard %s: unshare %s (a restore point links it)", log->shard, what);
+  }
+  close(s->fd);
+  s->fd = fd;
   return FELIX_OK;
 }

@@ -38,6 +38,9 @@ typedef struct felix_run_state {
   char boot_id_source[8]; /* "kernel" | "file" */
   int64_t pid;
   char since[32];         /* RFC 3339 UTC */
+  char broker_id[128];    /* the broker id of the run ("" when not recorded) */
+  char restored_from[1024]; /* the restore point written here by
+                             * `restore-point restore` ("" when none) */
 } felix_run_state;
 
 felix_status felix_run_state_parse(const char *buf, size_t len, const char *what,

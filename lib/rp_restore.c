@@ -1,0 +1,333 @@
+/* rp_restore.c — verifying a restore point and writing it into a data
+ * directory.
+ *
+ * Restore changes nothing until the point has been verified, the
+ * directory's lock is held and the disk has room. Then, in this order:
+ *   1. run-state is removed: from here on, a start of this directory that
+ *      finds the restore unfinished rotates its storage id (no run-state);
+ *   2. each shard is built in shards/.new-<dir> (copied, checked against the
+ *      manifest again, ballot rewritten: new copy id, the new storage id,
+ *      leader=none) and renamed into place; a copy it replaces goes through
+ *      shards/.deleting-<dir> (the broker removes both kinds of leftover);
+ *   3. the new storage-id is written;
+ *   4. run-state is written: stopped, restored_from=<point>.
+ * A copy restored this way is a stranger to the control plane (a storage id
+ * it never registered, copy ids it never saw): it is measured before it is
+ * trusted, and `placement abandon` can pick it (DESIGN.md §4.4, §4.9).
+ * Copies in the directory that were not restored keep their files but their
+ * ballots name the old storage id, so they get new copy ids at the next start
+ * (§3.4) and are strangers too. */
+#include "felix/restorepoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "felix/datadir.h"
+#include "felix/fileutil.h"
+#include "felix/log.h"
+#include "felix/segment.h"
+
+void felix_rp_mismatches_free(felix_rp_mismatches *p) {
+  free(p->items);
+  memset(p, 0, sizeof *p);
+}
+
+static void mismatch(felix_rp_mismatches *p, const char *file, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void mismatch(felix_rp_mismatches *p, const char *file, const char *kind, const char *fmt, ...) {
+  felix_rp_mismatch *n = realloc(p->items, (p->count + 1) * sizeof *n);
+  if (!n) return;
+  p->items = n;
+  felix_rp_mismatch *m = &p->items[p->count++];
+  snprintf(m->file, sizeof m->file, "%s", file);
+  snprintf(m->kind, sizeof m->kind, "%s", kind);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m->detail, sizeof m->detail, fmt, ap);
+  va_end(ap);
+}
+
+static bool listed(const felix_rp_shard *s, const char *name) {
+  for (size_t i = 0; i < s->nfiles; i++)
+    if (!strcmp(s->files[i].name, name)) return true;
+  return false;
+}
+
+static void verify_file(int dirfd, const char *dir_path, const felix_rp_file *f, felix_rp_mismatches *p,
+                        felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total) {
+  char what[4400];
+  felix_err e;
+  uint32_t crc;
+  uint64_t size;
+  snprintf(what, sizeof what, "%.4300s/%s", dir_path, f->name);
+  felix_status st = felix_rp_file_crc(dirfd, f->name, what, &crc, &size, progress, ctx, done, total, &e);
+  if (st == FELIX_E_NOTFOUND) mismatch(p, what, "missing", "the manifest lists it (%" PRIu64 " bytes)", f->size);
+  else if (st) mismatch(p, what, "unreadable", "%s", e.msg);
+  else if (size != f->size) mismatch(p, what, "size", "%" PRIu64 " bytes, the manifest says %" PRIu64, size, f->size);
+  else if (crc != f->crc32) mismatch(p, what, "crc32", "CRC-32 %08x, the manifest says %08x", crc, f->crc32);
+}
+
+static void verify_shard(const char *path, const felix_rp_shard *s, felix_rp_mismatches *p,
+                         felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total) {
+  char dir_path[4400];
+  snprintf(dir_path, sizeof dir_path, "%.4000s/shards/%s", path, s->dir);
+  int fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    mismatch(p, dir_path, "missing", "the manifest lists this shard directory");
+    return;
+  }
+  for (size_t i = 0; i < s->nfiles; i++) verify_file(fd, dir_path, &s->files[i], p, progress, ctx, done, total);
+  DIR *d = fdopendir(fd);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || listed(s, de->d_name)) continue;
+    char what[4400];
+    snprintf(what, sizeof what, "%.4100s/%.255s", dir_path, de->d_name);
+    mismatch(p, what, "unexpected", "the manifest does not list it");
+  }
+  if (d) closedir(d);
+  else close(fd);
+}
+
+static uint64_t selected_bytes(const felix_rp_manifest *m, const felix_rp_select *sel) {
+  uint64_t n = 0;
+  for (size_t i = 0; i < m->nshards; i++)
+    if (felix_rp_selected(sel, m->shards[i].stream, m->shards[i].shard))
+      for (size_t j = 0; j < m->shards[i].nfiles; j++) n += m->shards[i].files[j].size;
+  return n;
+}
+
+felix_status felix_rp_verify(const char *path, const felix_rp_manifest *m, const felix_rp_select *sel,
+                             felix_rp_mismatches *p, felix_rp_progress_fn progress, void *ctx, felix_err *err) {
+  memset(p, 0, sizeof *p);
+  felix_status st = felix_rp_select_check(sel, m, path, err);
+  if (st) return st;
+  uint64_t done = 0, total = selected_bytes(m, sel);
+  for (size_t i = 0; i < m->nshards; i++)
+    if (felix_rp_selected(sel, m->shards[i].stream, m->shards[i].shard))
+      verify_shard(path, &m->shards[i], p, progress, ctx, &done, total);
+  return FELIX_OK;
+}
+
+/* --- restore ------------------------------------------------------------- */
+
+typedef struct restore_ctx {
+  const felix_rp_restore_opts *o;
+  int dirfd, shards_fd;
+  char new_sid[33];
+  uint64_t done, total;
+  uint32_t index_spacing;
+} restore_ctx;
+
+static felix_status random_hex(char out[33], felix_err *err) {
+  uint8_t raw[16];
+  felix_status st = felix_random_bytes(raw, sizeof raw, err);
+  if (!st) felix_hex_encode(raw, sizeof raw, out);
+  return st;
+}
+
+/* The restored ballot: the promise's generation stays (a stale leader is
+ * still refused), everything that named a copy or a leader is new or none. */
+static felix_status write_ballot(restore_ctx *c, int src, int dst, const char *src_path, const char *dst_path,
+                                 const felix_rp_file *f, felix_err *err) {
+  char what[4400], *buf;
+  size_t len;
+  felix_ballot b;
+  snprintf(what, sizeof what, "%.4300s/ballot", src_path);
+  felix_status st = felix_read_file(src, "ballot", 1u << 20, &buf, &len, what, err);
+  if (st) return st;
+  if (len != f->size || (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len) != f->crc32)
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
+  if (!st) st = felix_ballot_parse(buf, len, what, &b, err);
+  free(buf);
+  if (!st) st = random_hex(b.copy_id, err);
+  if (st) return st;
+  snprintf(b.storage_id, sizeof b.storage_id, "%s", c->new_sid);
+  b.has_leader = false;
+  b.leader[0] = b.leader_copy_id[0] = b.leader_incarnation[0] = '\0';
+  snprintf(what, sizeof what, "%.4300s/ballot", dst_path);
+  return felix_ballot_write(dst, what, &b, err);
+}
+
+static felix_status copy_checked(restore_ctx *c, int src, int dst, const char *src_path, const felix_rp_file *f,
+                                 felix_err *err) {
+  char what[4400];
+  uint32_t crc;
+  uint64_t size;
+  bool linked;
+  snprintf(what, sizeof what, "%.4300s/%s", src_path, f->name);
+  felix_status st = felix_rp_copy_file(src, dst, f->name, UINT64_MAX, false, what, &crc, &size, &linked,
+                                       c->o->progress, c->o->progress_ctx, &c->done, c->total, err);
+  if (!st && (size != f->size || crc != f->crc32))
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
+  return st;
+}
+
+/* The sparse index of a restored segment, as recovery would build it, so the
+ * restored directory is complete (felix-inspect verify finds nothing). */
+static felix_status write_index(int dst, const char *dst_path, const felix_rp_file *f, uint32_t spacing,
+                                felix_err *err) {
+  uint64_t base;
+  if (!felix_seg_parse_name(f->name, ".log", &base)) return FELIX_OK;
+  char what[4400], iname[32];
+  snprintf(what, sizeof what, "%.4300s/%s", dst_path, f->name);
+  int fd = openat(dst, f->name, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "open %s", what);
+  felix_scan_opts so = {.start_position = FELIX_SEG_HEADER_LEN, .start_offset = base, .index_spacing = spacing,
+                        .check_base = true, .expect_base = base, .is_newest = true};
+  felix_seg_scan sc;
+  felix_status st = felix_seg_scan_fd(fd, what, &so, &sc, err);
+  close(fd);
+  if (st) return st;
+  if (sc.has_problem)
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %" PRIu64 ": %s: %s", what, sc.problem.position, sc.problem.kind,
+                    sc.problem.detail);
+  size_t len = 0;
+  uint8_t *buf = st ? NULL : felix_idx_encode(base, sc.entries, sc.n_entries, &len);
+  if (!st && !buf) st = felix_fail(err, FELIX_E_IO, "out of memory");
+  felix_seg_format_name(iname, base, ".index");
+  snprintf(what, sizeof what, "%.4300s/%s", dst_path, iname);
+  if (!st) st = felix_write_file_atomic(dst, iname, buf, len, what, err);
+  free(buf);
+  felix_seg_scan_free(&sc);
+  return st;
+}
+
+static felix_status build_shard(restore_ctx *c, const felix_rp_shard *s, const char *stage, felix_err *err) {
+  char src_path[4400], dst_path[4400];
+  snprintf(src_path, sizeof src_path, "%.4000s/shards/%s", c->o->from, s->dir);
+  snprintf(dst_path, sizeof dst_path, "%.4000s/shards/%s", c->o->data_dir, stage);
+  int src = -1, dst = -1;
+  felix_status st = felix_open_dir(AT_FDCWD, src_path, &src, err);
+  if (!st && mkdirat(c->shards_fd, stage, 0755) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", dst_path);
+  if (!st) st = felix_open_dir(c->shards_fd, stage, &dst, err);
+  for (size_t i = 0; i < s->nfiles && !st; i++) {
+    st = !strcmp(s->files[i].name, "ballot") ? write_ballot(c, src, dst, src_path, dst_path, &s->files[i], err)
+                                             : copy_checked(c, src, dst, src_path, &s->files[i], err);
+    if (!st) st = write_index(dst, dst_path, &s->files[i], c->index_spacing, err);
+  }
+  if (!st && fsync(dst) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", dst_path);
+  if (src >= 0) close(src);
+  if (dst >= 0) close(dst);
+  return st;
+}
+
+/* Builds shards/.new-<dir>, then swaps it in for shards/<dir>. */
+static felix_status restore_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
+  char stage[320], old[320], p[4400];
+  snprintf(stage, sizeof stage, ".new-%s", s->dir);
+  snprintf(old, sizeof old, ".deleting-%s", s->dir);
+  snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, stage);
+  felix_status st = felix_rp_remove_tree(p, err);
+  if (!st) st = build_shard(c, s, stage, err);
+  if (st) {
+    felix_err ignored;
+    felix_rp_remove_tree(p, &ignored);
+    return st;
+  }
+  snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, old);
+  st = felix_rp_remove_tree(p, err);
+  if (!st && renameat(c->shards_fd, s->dir, c->shards_fd, old) != 0 && errno != ENOENT)
+    st = felix_fail_errno(err, FELIX_E_IO, errno, "move the copy being replaced aside: %s/shards/%s", c->o->data_dir, s->dir);
+  if (!st && renameat(c->shards_fd, stage, c->shards_fd, s->dir) != 0)
+    st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s/shards/%s into place", c->o->data_dir, stage);
+  if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
+  if (!st) st = felix_rp_remove_tree(p, err);
+  return st;
+}
+
+static felix_status check_room(const char *data_dir, uint64_t need, felix_err *err) {
+  struct statvfs vs;
+  if (statvfs(data_dir, &vs) != 0) return felix_fail_errno(err, FELIX_E_IO, errno, "statvfs %s", data_dir);
+  uint64_t avail = (uint64_t)vs.f_bavail * (uint64_t)vs.f_frsize;
+  if (avail < need + need / 100 + (1u << 20))
+    return felix_fail_errno(err, FELIX_E_IO, ENOSPC, "--data-dir %s: the restore needs %" PRIu64 " bytes, %" PRIu64 " are free",
+                            data_dir, need, avail);
+  return FELIX_OK;
+}
+
+static felix_status open_data_dir(const char *data_dir, int *fd, felix_err *err) {
+  if (mkdir(data_dir, 0755) != 0 && errno != EEXIST)
+    return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "--data-dir %s: create", data_dir);
+  return felix_open_dir(AT_FDCWD, data_dir, fd, err);
+}
+
+static felix_status write_identity(restore_ctx *c, felix_rp_restore_result *res, felix_err *err) {
+  char line[34], what[4400];
+  snprintf(line, sizeof line, "%s\n", c->new_sid);
+  snprintf(what, sizeof what, "%.4300s/storage-id", c->o->data_dir);
+  felix_status st = felix_write_file_atomic(c->dirfd, "storage-id", line, strlen(line), what, err);
+  if (st) return st;
+  snprintf(res->storage_id, sizeof res->storage_id, "%s", c->new_sid);
+  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_ON_COMMIT, .pid = getpid()};
+  felix_err ignored;
+  rs.has_boot_id = felix_boot_id_read(rs.boot_id, rs.boot_id_source, &ignored) == FELIX_OK;
+  felix_format_rfc3339(rs.since, time(NULL));
+  if (!realpath(c->o->from, rs.restored_from)) snprintf(rs.restored_from, sizeof rs.restored_from, "%s", c->o->from);
+  return felix_run_state_write(c->dirfd, c->o->data_dir, &rs, err);
+}
+
+static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, felix_rp_restore_result *res,
+                                   felix_err *err) {
+  felix_storage_id prev;
+  if (felix_storage_id_load(c->dirfd, c->o->data_dir, &prev, err) == FELIX_OK)
+    snprintf(res->previous_storage_id, sizeof res->previous_storage_id, "%s", prev.hex);
+  felix_status st = check_room(c->o->data_dir, c->total, err);
+  if (!st) st = random_hex(c->new_sid, err);
+  if (st) return st;
+  char what[4400];
+  snprintf(what, sizeof what, "%.4300s/run-state", c->o->data_dir);
+  if (unlinkat(c->dirfd, "run-state", 0) != 0 && errno != ENOENT)
+    return felix_fail_errno(err, FELIX_E_IO, errno, "remove %s", what);
+  st = felix_fsync_dir(c->dirfd, what, err);
+  if (!st && mkdirat(c->dirfd, "shards", 0755) != 0 && errno != EEXIST)
+    st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s/shards", c->o->data_dir);
+  if (!st) st = felix_open_dir(c->dirfd, "shards", &c->shards_fd, err);
+  for (size_t i = 0; i < m->nshards && !st; i++) {
+    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
+    st = restore_shard(c, &m->shards[i], err);
+    res->shards++, res->files += m->shards[i].nfiles;
+  }
+  if (!st) st = write_identity(c, res, err);
+  res->bytes = c->done;
+  return st;
+}
+
+felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
+                              felix_rp_restore_result *res, felix_err *err) {
+  memset(res, 0, sizeof *res);
+  memset(bad, 0, sizeof *bad);
+  felix_status st = felix_rp_manifest_read(o->from, m, err);
+  if (!st) st = felix_rp_verify(o->from, m, &o->select, bad, NULL, NULL, err);
+  if (!st && bad->count)
+    st = felix_fail(err, FELIX_E_CORRUPT, "restore point %s does not match its manifest (%zu problem%s, first: %s: %s); nothing was restored",
+                    o->from, bad->count, bad->count == 1 ? "" : "s", bad->items[0].file, bad->items[0].kind);
+  if (st) return st;
+  restore_ctx c = {.o = o, .dirfd = -1, .shards_fd = -1, .total = selected_bytes(m, &o->select)};
+  felix_log_config lc;
+  st = felix_log_config_from_env(&lc, err);
+  if (st) return st;
+  c.index_spacing = lc.index_spacing_bytes ? lc.index_spacing_bytes : FELIX_DEFAULT_INDEX_SPACING;
+  felix_dir_lock lock = {.fd = -1};
+  st = open_data_dir(o->data_dir, &c.dirfd, err);
+  if (!st) st = felix_dir_lock_acquire(c.dirfd, o->data_dir, &lock, err);
+  if (!st) {
+    st = restore_locked(&c, m, res, err);
+    felix_dir_lock_release(&lock);
+  }
+  if (c.shards_fd >= 0) close(c.shards_fd);
+  if (c.dirfd >= 0) close(c.dirfd);
+  return st;
+}
