@@ -285,10 +285,10 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   assert_output --partial "-F _felix_broker"
 }
 
-@test "bash: felix-broker <TAB> offers control-plane and run" {
+@test "bash: felix-broker <TAB> offers control-plane, run and restore-point" {
   run -0 complete_bash ""
-  assert_equal "$(sorted "$output")" "control-plane run "
-  run -0 complete_bash r
+  assert_equal "$(sorted "$output")" "control-plane restore-point run "
+  run -0 complete_bash ru
   assert_output run
   run -0 complete_bash --
   assert_equal "$(sorted "$output")" "--help --version "
@@ -342,7 +342,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   need_shell fish
   run -0 fish --no-execute "$COMP_DIR/felix-broker.fish"
   run -0 complete_fish "felix-broker "
-  assert_equal "$(sorted "$output")" "control-plane run "
+  assert_equal "$(sorted "$output")" "control-plane restore-point run "
   run -0 complete_fish "felix-broker run --fsync-mode "
   assert_equal "$(sorted "$output")" "none on_commit periodic "
   run -0 complete_fish "felix-broker run --"

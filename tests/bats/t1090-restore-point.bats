@@ -1,0 +1,290 @@
+#!/usr/bin/env bats
+# t1090 — felix-broker restore-point create|list|verify|restore on data
+# directories built by felix-mkdata: the restore point's layout and manifest,
+# hard links, verification naming each damaged file, a restore that changes
+# nothing when the point is corrupt or the directory is locked, new identities
+# after a restore, interrupted creates, the terminal progress line, the
+# completions, and no leaks under valgrind. The cluster scenarios are t2130.
+
+load helpers
+
+BROKER="$FELIX_BUILD/felix-broker"
+COMP_DIR="$REPO_ROOT/completions"
+
+rp() { "$BROKER" restore-point "$@"; }
+
+# A data directory with two shards of orders (several segments each) and one
+# of audit.
+make_dir() {
+  mkdata "$1" orders 0 400 --segment-bytes 4096 --generation 3 --leader b1 >/dev/null
+  mkdata "$1" orders 1 30 >/dev/null
+  mkdata "$1" audit 0 5 >/dev/null
+}
+
+shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
+
+@test "create copies every shard, hard-links sealed segments and writes the manifest last" {
+  make_dir d
+  mkdir pts
+  run -0 rp create --data-dir d --to pts/one
+  assert_output --partial "restore point pts/one: 3 shards"
+  [ -f pts/one/manifest.json ]
+  src=$(shard_of d orders 0)
+  dst=pts/one/shards/$(basename "$src")
+  [ "$(stat -c %i "$(seg "$src" 0)")" = "$(stat -c %i "$(seg "$dst" 0)")" ] || fail "sealed segment not hard-linked"
+  newest=$(ls "$src"/*.log | tail -n 1)
+  [ "$(stat -c %i "$newest")" != "$(stat -c %i "$dst/$(basename "$newest")")" ] || fail "the newest segment was linked"
+  cmp "$newest" "$dst/$(basename "$newest")"
+  [ ! -e "$(seg "$dst" 0 .index)" ]
+  for f in ballot generations; do cmp "$src/$f" "$dst/$f"; done
+  run -0 jget 'j["version"]' <pts/one/manifest.json
+  assert_output 1
+  run -0 jget '[(s["stream"], s["shard"], s["end_offset"], s["ballot_generation"]) for s in j["shards"]]' <pts/one/manifest.json
+  assert_output '[["audit", 0, 6, 1], ["orders", 0, 401, 3], ["orders", 1, 31, 1]]'
+}
+
+@test "create --json and --shard: one shard, the summary names its files and bytes" {
+  make_dir d
+  run -0 rp create --data-dir d --to one --shard orders/1 --json
+  assert_json
+  summary=$output
+  run -0 jget '[s["stream"] + "/" + str(s["shard"]) for s in j["shards"]]' <<<"$summary"
+  assert_output '["orders/1"]'
+  bytes=$(jget 'j["bytes"]' <<<"$summary")
+  [ "$bytes" -eq "$(find one/shards -type f -printf '%s\n' | paste -sd+ | bc)" ]
+  run -0 rp list --from one --json
+  [ "$(jget 'j[0]["files"]' <<<"$output")" -eq 3 ]
+  [ "$(jget 'j[0]["bytes"]' <<<"$output")" -eq "$bytes" ]
+  run -3 rp create --data-dir d --to two --shard nosuch/0
+  assert_output --partial "--shard nosuch/0"
+  [ ! -e two/manifest.json ]
+}
+
+@test "list shows complete points only; an interrupted create is named and started over" {
+  make_dir d
+  mkdir pts
+  rp create --data-dir d --to pts/a >/dev/null
+  mkdir -p pts/b/shards/leftover && : >pts/b/.manifest.json.tmp
+  run -0 --separate-stderr rp list --from pts
+  assert_line --index 0 --regexp '^PATH +CREATED +BROKER +STORAGE-ID +SHARDS +BYTES$'
+  assert_line --index 1 --regexp "^pts/a +[0-9T:Z-]+ +- +$(cat d/storage-id) +3 +[0-9]+$"
+  [ "${#lines[@]}" -eq 2 ]
+  [[ $stderr == *"pts/b: incomplete (no manifest.json"* ]] || fail "no warning for pts/b: $stderr"
+  run -3 rp verify --from pts/b
+  assert_output --partial "no manifest.json"
+  run -3 rp restore --from pts/b --data-dir r
+  [ ! -e r/storage-id ]
+  run -0 rp create --data-dir d --to pts/b
+  [ ! -e pts/b/shards/leftover ]
+  run -0 rp verify --from pts/b
+  run -0 rp list --from pts --json
+  run -0 jget '[p["path"] for p in j]' <<<"$output"
+  assert_output '["pts/a", "pts/b"]'
+}
+
+@test "create refuses a complete point, a foreign non-empty --to, and a --to inside the data dir" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  before=$(snapshot one)
+  run -4 rp create --data-dir d --to one
+  assert_output --partial "already holds a complete restore point"
+  [ "$before" = "$(snapshot one)" ]
+  mkdir other && : >other/notes.txt
+  run -4 rp create --data-dir d --to other
+  assert_output --partial "is not empty and is not an interrupted restore point"
+  run -2 rp create --data-dir d --to d/inside
+  assert_output --partial "lies inside --data-dir"
+  run -3 rp create --data-dir nosuch --to x
+  assert_output --partial "--data-dir nosuch does not exist"
+  mkdir empty
+  run -3 rp create --data-dir empty --to y
+  assert_output --partial "not a data directory"
+  run -3 rp create --data-dir d --to no/parent/here
+  assert_output --partial "its parent must exist"
+}
+
+@test "create refuses a source segment with damage recovery would not repair, naming file and byte" {
+  mkdata d orders 0 400 --segment-bytes 4096 >/dev/null
+  s=$(shard_of d orders 0)
+  flip_byte "$(seg "$s" 0)" 100
+  run -6 rp create --data-dir d --to one
+  assert_output --regexp "$(seg "$s" 0): byte [0-9]+: "
+  [ ! -e one/manifest.json ]
+}
+
+@test "verify names every damaged, missing and unexpected file and exits 6" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  run -0 rp verify --from one
+  assert_output --partial "ok, every file matches its manifest"
+  o=one/shards/$(basename "$(shard_of d orders 0)")
+  a=one/shards/$(basename "$(shard_of d audit 0)")
+  flip_byte "$(seg "$o" 0)" 200
+  rm "$a/generations"
+  : >"$a/stray"
+  run -6 --separate-stderr rp verify --from one
+  assert_line --regexp "^$(seg "$o" 0): crc32: CRC-32 [0-9a-f]{8}, the manifest says [0-9a-f]{8}$"
+  assert_line --partial "$a/generations: missing: "
+  assert_line --partial "$a/stray: unexpected: "
+  [[ $stderr == *"does not match its manifest: 3 problems"* ]] || fail "stderr: $stderr"
+  run -6 --separate-stderr rp verify --from one --json
+  assert_json
+  run -0 jget '(j["ok"], sorted(p["kind"] for p in j["problems"]))' <<<"$output"
+  assert_output '[false, ["crc32", "missing", "unexpected"]]'
+  run -0 rp verify --from one --shard orders/1
+}
+
+@test "a manifest of an unknown version or with bad JSON is a clear error" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  sed -i 's/"version":\t1/"version":\t9/' one/manifest.json
+  run -1 rp verify --from one
+  assert_output --partial "one/manifest.json: version 9 is not one this felix-broker reads (it reads 1)"
+  run -1 rp restore --from one --data-dir r
+  [ ! -e r/storage-id ]
+  printf '{"format": "felix-restore-point",' >one/manifest.json
+  run -6 rp verify --from one
+  assert_output --regexp "one/manifest.json: byte [0-9]+: not a JSON object"
+}
+
+@test "restore of a corrupt point changes nothing in the data directory" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  make_dir target
+  before=$(snapshot target)
+  flip_byte "$(seg "one/shards/$(basename "$(shard_of d orders 1)")" 0)" 40
+  run -6 --separate-stderr rp restore --from one --data-dir target
+  assert_output --partial ": crc32: "
+  [[ $stderr == *"nothing was restored"* ]] || fail "stderr: $stderr"
+  [ "$before" = "$(snapshot target)" ] || fail "restore changed the data directory"
+}
+
+@test "restore refuses a directory another process holds the lock of, naming its pid" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  make_dir target
+  : >target/lock
+  flock target/lock sleep 30 &
+  holder=$!
+  wait_until 10 flock_held target/lock
+  before=$(snapshot target)
+  run -4 rp restore --from one --data-dir target
+  kill "$holder"
+  assert_output --partial "pid"
+  [ "$before" = "$(snapshot target)" ]
+}
+
+@test "restore writes new storage and copy ids, leader=none, and a run-state naming the point" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  run -0 rp restore --from one --data-dir r --json
+  assert_json
+  new=$(jget 'j["storage_id"]' <<<"$output")
+  [ "$new" = "$(cat r/storage-id)" ]
+  [ "$new" != "$(cat d/storage-id)" ]
+  run -0 jget 'j["previous_storage_id"]' <<<"$output"
+  assert_output null
+  for s in r/shards/*; do
+    grep -qx "leader=none" "$s/ballot"
+    grep -qx "storage_id=$new" "$s/ballot"
+    src=d/shards/$(basename "$s")
+    [ "$(grep copy_id= "$s/ballot")" != "$(grep copy_id= "$src/ballot")" ]
+    grep -qx "$(grep generation= "$src/ballot")" "$s/ballot"
+    cmp "$src/generations" "$s/generations"
+  done
+  grep -qx "state=stopped" r/run-state
+  grep -qx "restored_from=$W/one" r/run-state
+  run -0 inspect verify r
+  run -0 inspect run-state r
+  assert_output --partial "restored:     from $W/one"
+  assert_output --partial "next start:   keep the storage id"
+  # the restored records are the source's, byte for byte
+  for s in r/shards/*; do
+    diff <(inspect --json dump "$(seg "$s" 0)") <(inspect --json dump "$(seg "d/shards/$(basename "$s")" 0)")
+  done
+  # a second run gives the same shards under yet another storage id
+  run -0 rp restore --from one --data-dir r --json
+  [ "$(jget 'j["previous_storage_id"]' <<<"$output")" = "$new" ]
+  [ "$(cat r/storage-id)" != "$new" ]
+  run -0 inspect verify r
+}
+
+@test "restore --shard writes only that shard; the other copies of the directory become new copies" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  make_dir target
+  audit_ballot=$(cat "$(shard_of target audit 0)/ballot")
+  run -0 rp restore --from one --data-dir target --shard orders/1
+  assert_output --partial "restored 1 shard"
+  [ "$(cat "$(shard_of target audit 0)/ballot")" = "$audit_ballot" ]
+  ! grep -qx "storage_id=$(cat target/storage-id)" "$(shard_of target audit 0)/ballot"
+  grep -qx "storage_id=$(cat target/storage-id)" "$(shard_of target orders 1)/ballot"
+  run -3 rp restore --from one --data-dir target --shard nosuch/3
+  assert_output --partial "--shard nosuch/3"
+}
+
+@test "progress goes to stderr on a terminal only" {
+  mkdata d orders 0 3000 --payload-size 200 >/dev/null
+  run -0 --separate-stderr rp create --data-dir d --to quiet
+  [ -z "$stderr" ] || fail "stderr not empty without a terminal: $stderr"
+  run -0 script -qec "$BROKER restore-point create --data-dir d --to loud" /dev/null
+  assert_output --regexp "create: [0-9.]+ [KM]i?B / [0-9.]+ [KM]i?B +100% +[0-9.]+ [KMG]?i?B/s +ETA 0s"
+  run -0 script -qec "$BROKER restore-point verify --from loud" /dev/null
+  assert_output --partial "verify: "
+  assert_output --partial "ETA"
+}
+
+@test "usage: --help, unknown commands and flags, missing values (exit 2)" {
+  run -0 rp --help
+  for w in create list verify restore --data-dir --to --from --shard --json; do assert_output --partial -- "$w"; done
+  run -0 rp create --help
+  assert_output --partial "usage: felix-broker restore-point create"
+  run -2 rp
+  run -2 rp frobnicate
+  assert_output --partial "unknown restore-point command 'frobnicate'"
+  run -2 rp create --to x
+  assert_output --partial "--data-dir is required"
+  run -2 rp list
+  assert_output --partial "--from is required"
+  run -2 rp list --from x --shard a/1
+  assert_output --partial "unknown option --shard for this command"
+  run -2 rp verify --from x --shard orders
+  assert_output --partial "--shard: 'orders' is not STREAM/N"
+  run -2 rp restore --from
+  assert_output --partial "--from needs a value"
+  FELIX_DATA_DIR=nowhere run -3 rp create --to x
+  assert_output --partial "--data-dir nowhere does not exist"
+}
+
+@test "bash, zsh and fish complete restore-point commands, flags and --shard names" {
+  make_dir d
+  run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point ''); COMP_CWORD=2; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
+  for w in create list verify restore; do assert_line "$w"; done
+  run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point restore --); COMP_CWORD=3; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
+  for w in --from --data-dir --shard --json --help; do assert_line -- "$w"; done
+  refute_line -- --to
+  run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point create --data-dir d --shard o); COMP_CWORD=6; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "orders/0 orders/1 "
+  run -0 zsh -n "$COMP_DIR/_felix-broker"
+  for w in restore-point create list verify restore --to --from --shard --json _felix_broker_shards; do
+    grep -qF -- "$w" "$COMP_DIR/_felix-broker" || fail "_felix-broker does not mention $w"
+  done
+  run -0 fish --no-config -c "source '$COMP_DIR/felix-broker.fish'; complete -C 'felix-broker restore-point '"
+  for w in create list verify restore; do assert_line --partial "$w"; done
+  run -0 fish --no-config -c "source '$COMP_DIR/felix-broker.fish'; complete -C 'felix-broker restore-point verify --from d --shard '"
+  assert_line --partial "orders/0"
+  assert_line --partial "audit/0"
+}
+
+@test "valgrind: create, list, verify and restore leak nothing" {
+  command -v valgrind >/dev/null || fail "valgrind is not installed (make deps)"
+  make_dir d
+  vg() { valgrind -q --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=99 "$BROKER" restore-point "$@"; }
+  run -0 vg create --data-dir d --to one
+  run -0 vg list --from . --json
+  run -0 vg verify --from one
+  run -0 vg restore --from one --data-dir r
+  flip_byte "$(seg "one/shards/$(basename "$(shard_of d orders 1)")" 0)" 40
+  run -6 vg verify --from one --json
+  run -6 vg restore --from one --data-dir r
+}

@@ -1,0 +1,417 @@
+/* test_restorepoint.c — restore points (lib/rp_*.c) and the rule that the
+ * log never writes into a segment file a restore point shares. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sys/file.h>
+
+#include "testutil.h"
+
+#include "felix/ballot.h"
+#include "felix/datadir.h"
+#include "felix/fileutil.h"
+#include "felix/log.h"
+#include "felix/restorepoint.h"
+
+#define SHARD_DIR "orders_0-b54cda2600004000"
+#define UUID "b54cda26-0000-4000-8000-000000000001"
+
+static felix_log_config small_segments(void) {
+  felix_log_config c = {.segment_bytes = 256, .index_spacing_bytes = 64, .fsync_mode = FELIX_FSYNC_NONE,
+                        .fsync_interval_ms = 5};
+  return c;
+}
+
+static void append_n(felix_log *log, int from, int n) {
+  felix_err err;
+  for (int i = from; i < from + n; i++) {
+    char p[32];
+    snprintf(p, sizeof p, "record-%03d", i);
+    if (felix_log_append(log, p, (uint32_t)strlen(p), NULL, &err)) fail_msg("append: %s", err.msg);
+  }
+}
+
+static felix_log *open_shard(const char *path) {
+  felix_log_config c = small_segments();
+  felix_log *log = NULL;
+  felix_err err;
+  if (felix_log_open(path, "orders_0", &c, true, &log, NULL, &err)) fail_msg("open %s: %s", path, err.msg);
+  return log;
+}
+
+/* A data directory with one shard of n records (several segments). */
+static char *make_data_dir(int n) {
+  char *d = tu_mkdtemp(), p[4200];
+  tu_track(d);
+  int fd;
+  felix_err err;
+  felix_storage_id sid;
+  assert_int_equal(felix_open_dir(AT_FDCWD, d, &fd, &err), FELIX_OK);
+  assert_int_equal(felix_storage_id_replace(fd, d, &sid, &err), FELIX_OK);
+  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_PERIODIC, .pid = 1};
+  snprintf(rs.since, sizeof rs.since, "2026-12-01T00:00:00Z");
+  snprintf(rs.broker_id, sizeof rs.broker_id, "b1");
+  assert_int_equal(felix_run_state_write(fd, d, &rs, &err), FELIX_OK);
+  close(fd);
+  snprintf(p, sizeof p, "%s/shards", d);
+  assert_int_equal(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR, d);
+  assert_int_equal(mkdir(p, 0755), 0);
+  felix_log *log = open_shard(p);
+  append_n(log, 0, n);
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  felix_ballot b = {.generation = 3};
+  snprintf(b.copy_id, sizeof b.copy_id, "%032d", 7);
+  snprintf(b.storage_id, sizeof b.storage_id, "%s", sid.hex);
+  snprintf(b.stream_uuid, sizeof b.stream_uuid, UUID);
+  b.has_leader = true;
+  snprintf(b.leader, sizeof b.leader, "b1");
+  snprintf(b.leader_copy_id, sizeof b.leader_copy_id, "%032d", 7);
+  snprintf(b.leader_incarnation, sizeof b.leader_incarnation, "i-1");
+  felix_generation g[2] = {{1, 0}, {3, 5}};
+  felix_generations gens = {g, 2};
+  assert_int_equal(felix_open_dir(AT_FDCWD, p, &fd, &err), FELIX_OK);
+  assert_int_equal(felix_ballot_write(fd, p, &b, &err), FELIX_OK);
+  assert_int_equal(felix_generations_write(fd, p, &gens, &err), FELIX_OK);
+  close(fd);
+  return d;
+}
+
+static uint8_t *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  *len = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc(*len + 1);
+  assert_int_equal(fread(b, 1, *len, f), *len);
+  fclose(f);
+  return b;
+}
+
+static void truncating_into_a_linked_segment_leaves_the_link_alone(void **s) {
+  (void)s;
+  char *d = make_data_dir(40), shard[4200], seg0[4300], link0[4300];
+  snprintf(shard, sizeof shard, "%s/shards/" SHARD_DIR, d);
+  snprintf(seg0, sizeof seg0, "%s/00000000000000000000.log", shard);
+  snprintf(link0, sizeof link0, "%s/linked.log", d);
+  assert_int_equal(link(seg0, link0), 0);
+  size_t before_len, after_len;
+  uint8_t *before = slurp(link0, &before_len);
+  felix_log *log = open_shard(shard);
+  felix_err err;
+  assert_int_equal(felix_log_truncate(log, 2, &err), FELIX_OK); /* into the first, linked segment */
+  append_n(log, 100, 3);
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  uint8_t *after = slurp(link0, &after_len);
+  assert_int_equal(after_len, before_len);
+  assert_memory_equal(after, before, before_len);
+  struct stat a, b;
+  assert_int_equal(stat(seg0, &a), 0);
+  assert_int_equal(stat(link0, &b), 0);
+  assert_true(a.st_ino != b.st_ino); /* the log got its own file */
+  assert_int_equal(b.st_nlink, 1);
+  free(before);
+  free(after);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void appending_to_a_linked_newest_segment_unshares_it_first(void **s) {
+  (void)s;
+  char *d = make_data_dir(3), shard[4200], seg0[4300], link0[4300];
+  snprintf(shard, sizeof shard, "%s/shards/" SHARD_DIR, d);
+  snprintf(seg0, sizeof seg0, "%s/00000000000000000000.log", shard);
+  snprintf(link0, sizeof link0, "%s/linked.log", d);
+  assert_int_equal(link(seg0, link0), 0);
+  size_t before_len, after_len;
+  uint8_t *before = slurp(link0, &before_len);
+  felix_log *log = open_shard(shard); /* recovery meets the linked newest segment */
+  felix_err err;
+  append_n(log, 3, 2);
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  uint8_t *after = slurp(link0, &after_len);
+  assert_int_equal(after_len, before_len);
+  assert_memory_equal(after, before, before_len);
+  free(before);
+  free(after);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static felix_status create_point(const char *d, const char *to, felix_rp_manifest *m, felix_err *err) {
+  felix_rp_create_opts o = {.data_dir = d, .to = to};
+  return felix_rp_create(&o, m, err);
+}
+
+static void create_links_sealed_copies_newest_and_verifies(void **s) {
+  (void)s;
+  char *d = make_data_dir(40), to[4200];
+  snprintf(to, sizeof to, "%s/point", d);
+  felix_rp_manifest m;
+  felix_err err;
+  /* not inside the data directory */
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_E_INVAL);
+  assert_non_null(strstr(err.msg, "inside --data-dir"));
+  char *t = tu_mkdtemp();
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  assert_int_equal(m.nshards, 1);
+  assert_string_equal(m.broker_id, "b1");
+  felix_rp_shard *sh = &m.shards[0];
+  assert_string_equal(sh->stream, "orders");
+  assert_int_equal(sh->end_offset, 40);
+  assert_int_equal(sh->ballot_generation, 3);
+  assert_int_equal(sh->gens.count, 2);
+  size_t linked = 0, logs = 0;
+  for (size_t i = 0; i < sh->nfiles; i++) {
+    logs += strstr(sh->files[i].name, ".log") != NULL;
+    linked += sh->files[i].linked;
+  }
+  assert_true(logs > 2);
+  assert_int_equal(linked, logs - 1); /* every sealed segment, never the newest */
+  felix_rp_mismatches bad;
+  felix_rp_manifest back;
+  assert_int_equal(felix_rp_manifest_read(to, &back, &err), FELIX_OK);
+  assert_int_equal(felix_rp_verify(to, &back, NULL, &bad, NULL, NULL, &err), FELIX_OK);
+  assert_int_equal(bad.count, 0);
+  /* a second create into the same complete point is refused */
+  felix_rp_manifest again;
+  assert_int_equal(create_point(d, to, &again, &err), FELIX_E_REFUSED);
+  felix_rp_manifest_free(&back);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void create_cuts_a_torn_tail_at_a_record_boundary(void **s) {
+  (void)s;
+  char *d = make_data_dir(3), seg0[4300], to[4200];
+  snprintf(seg0, sizeof seg0, "%s/shards/" SHARD_DIR "/00000000000000000000.log", d);
+  size_t whole;
+  free(slurp(seg0, &whole));
+  int fd = open(seg0, O_WRONLY | O_APPEND);
+  assert_int_equal(write(fd, "\0\0\0\x09partial", 11), 11); /* a record being appended */
+  close(fd);
+  char *t = tu_mkdtemp();
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  assert_int_equal(m.shards[0].end_offset, 3);
+  assert_int_equal(m.shards[0].files[0].size, whole);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static char *read_text(const char *dir, const char *name) {
+  char p[4300];
+  size_t len;
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  uint8_t *b = slurp(p, &len);
+  b[len] = 0;
+  return (char *)b;
+}
+
+static void restore_gives_new_ids_and_leader_none(void **s) {
+  (void)s;
+  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], target[4200];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  snprintf(target, sizeof target, "%s/restored", t);
+  felix_rp_manifest m, m2;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  felix_rp_restore_opts o = {.from = to, .data_dir = target};
+  felix_rp_mismatches bad;
+  felix_rp_restore_result res;
+  assert_int_equal(felix_rp_restore(&o, &m2, &bad, &res, &err), FELIX_OK);
+  assert_int_equal(res.shards, 1);
+  assert_string_not_equal(res.storage_id, m.storage_id);
+  char sdir[4400];
+  snprintf(sdir, sizeof sdir, "%s/shards/" SHARD_DIR, target);
+  felix_ballot b;
+  int fd;
+  assert_int_equal(felix_open_dir(AT_FDCWD, sdir, &fd, &err), FELIX_OK);
+  assert_int_equal(felix_ballot_read(fd, sdir, &b, &err), FELIX_OK);
+  close(fd);
+  assert_false(b.has_leader);
+  assert_string_equal(b.storage_id, res.storage_id);
+  assert_string_not_equal(b.copy_id, "00000000000000000000000000000007");
+  assert_int_equal(b.generation, 3);
+  char *rs = read_text(target, "run-state");
+  assert_non_null(strstr(rs, "state=stopped\n"));
+  assert_non_null(strstr(rs, "restored_from="));
+  free(rs);
+  /* the restored log opens and holds every record */
+  felix_log *log = open_shard(sdir);
+  felix_log_stats st;
+  felix_log_get_stats(log, &st);
+  assert_int_equal(st.end_offset, 40);
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  felix_rp_manifest_free(&m);
+  felix_rp_manifest_free(&m2);
+  felix_rp_mismatches_free(&bad);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void a_corrupt_point_fails_verify_and_restore_changes_nothing(void **s) {
+  (void)s;
+  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], seg[4400];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m, m2;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  snprintf(seg, sizeof seg, "%s/shards/" SHARD_DIR "/%s", to, m.shards[0].files[m.shards[0].nfiles - 3].name);
+  int fd = open(seg, O_WRONLY);
+  assert_int_equal(pwrite(fd, "Z", 1, 40), 1);
+  close(fd);
+  felix_rp_mismatches bad;
+  assert_int_equal(felix_rp_verify(to, &m, NULL, &bad, NULL, NULL, &err), FELIX_OK);
+  assert_int_equal(bad.count, 1);
+  assert_string_equal(bad.items[0].kind, "crc32");
+  assert_string_equal(bad.items[0].file, seg);
+  felix_rp_mismatches_free(&bad);
+  char *sid_before = read_text(d, "storage-id"), *rs_before = read_text(d, "run-state");
+  felix_rp_restore_opts o = {.from = to, .data_dir = d};
+  felix_rp_restore_result res;
+  assert_int_equal(felix_rp_restore(&o, &m2, &bad, &res, &err), FELIX_E_CORRUPT);
+  assert_int_equal(bad.count, 1);
+  char *sid_after = read_text(d, "storage-id"), *rs_after = read_text(d, "run-state");
+  assert_string_equal(sid_before, sid_after);
+  assert_string_equal(rs_before, rs_after);
+  free(sid_before), free(sid_after), free(rs_before), free(rs_after);
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m2);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void restore_refuses_a_locked_directory(void **s) {
+  (void)s;
+  char *d = make_data_dir(4), *t = tu_mkdtemp(), to[4200];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m, m2;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  int dfd;
+  felix_dir_lock lock;
+  assert_int_equal(felix_open_dir(AT_FDCWD, d, &dfd, &err), FELIX_OK);
+  assert_int_equal(felix_dir_lock_acquire(dfd, d, &lock, &err), FELIX_OK);
+  char *sid_before = read_text(d, "storage-id");
+  felix_rp_restore_opts o = {.from = to, .data_dir = d};
+  felix_rp_mismatches bad;
+  felix_rp_restore_result res;
+  assert_int_equal(felix_rp_restore(&o, &m2, &bad, &res, &err), FELIX_E_BUSY);
+  char *sid_after = read_text(d, "storage-id");
+  assert_string_equal(sid_before, sid_after);
+  free(sid_before), free(sid_after);
+  felix_dir_lock_release(&lock);
+  close(dfd);
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m2);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static const char *good_manifest =
+    "{\"format\":\"felix-restore-point\",\"version\":1,\"created_at\":\"2026-12-01T00:00:00Z\","
+    "\"created_at_micros\":1,\"source\":{\"data_dir\":\"/d\",\"broker_id\":\"b1\",\"storage_id\":\"%s\"},"
+    "\"shards\":[{\"dir\":\"%s\",\"stream\":\"orders\",\"shard\":0,\"stream_uuid\":\"" UUID "\","
+    "\"start_offset\":0,\"end_offset\":2,\"ballot_generation\":1,\"generations\":[{\"generation\":1,\"start_offset\":0}],"
+    "\"files\":[{\"name\":\"%s\",\"size\":10,\"crc32\":5}]}]}";
+
+static felix_status parse_with(const char *dir, const char *file, felix_rp_manifest *m, felix_err *err) {
+  char buf[2048];
+  snprintf(buf, sizeof buf, good_manifest, "00000000000000000000000000000001", dir, file);
+  return felix_rp_manifest_parse(buf, strlen(buf), "m.json", m, err);
+}
+
+static void manifest_round_trips_and_refuses_escaping_names(void **s) {
+  (void)s;
+  felix_rp_manifest m, back;
+  felix_err err;
+  assert_int_equal(parse_with(SHARD_DIR, "00000000000000000000.log", &m, &err), FELIX_OK);
+  assert_string_equal(m.broker_id, "b1");
+  char *text = felix_rp_manifest_encode(&m);
+  assert_int_equal(felix_rp_manifest_parse(text, strlen(text), "again", &back, &err), FELIX_OK);
+  assert_int_equal(back.shards[0].files[0].size, 10);
+  assert_int_equal(back.shards[0].files[0].crc32, 5);
+  free(text);
+  felix_rp_manifest_free(&back);
+  felix_rp_manifest_free(&m);
+  assert_int_equal(parse_with("../" SHARD_DIR, "00000000000000000000.log", &m, &err), FELIX_E_CORRUPT);
+  assert_int_equal(parse_with(SHARD_DIR, "../../../etc/passwd", &m, &err), FELIX_E_CORRUPT);
+  assert_non_null(strstr(err.msg, "shards[0].files[0].name"));
+  assert_int_equal(parse_with(SHARD_DIR, "ballot", &m, &err), FELIX_OK);
+  felix_rp_manifest_free(&m);
+  assert_int_equal(parse_with("other_0-b54cda2600004000", "ballot", &m, &err), FELIX_E_CORRUPT); /* dir disagrees */
+}
+
+static void manifest_names_the_byte_and_the_version(void **s) {
+  (void)s;
+  felix_rp_manifest m;
+  felix_err err;
+  const char *broken = "{\"format\": \"felix-restore-point\", \"version\": 1,, }";
+  assert_int_equal(felix_rp_manifest_parse(broken, strlen(broken), "m.json", &m, &err), FELIX_E_CORRUPT);
+  assert_non_null(strstr(err.msg, "m.json: byte 4"));
+  const char *v2 = "{\"format\": \"felix-restore-point\", \"version\": 2}";
+  assert_int_equal(felix_rp_manifest_parse(v2, strlen(v2), "m.json", &m, &err), FELIX_E_IO);
+  assert_non_null(strstr(err.msg, "version 2 is not one this felix-broker reads"));
+}
+
+static void run_state_keeps_broker_id_and_restored_from(void **s) {
+  (void)s;
+  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_PERIODIC, .pid = 9}, back;
+  snprintf(rs.since, sizeof rs.since, "2026-12-01T00:00:00Z");
+  snprintf(rs.broker_id, sizeof rs.broker_id, "b2");
+  snprintf(rs.restored_from, sizeof rs.restored_from, "/backups/one");
+  char buf[2048];
+  felix_err err;
+  felix_run_state_format(&rs, buf, sizeof buf);
+  assert_int_equal(felix_run_state_parse(buf, strlen(buf), "rs", &back, &err), FELIX_OK);
+  assert_string_equal(back.broker_id, "b2");
+  assert_string_equal(back.restored_from, "/backups/one");
+  const char *empty = "state=stopped\nfsync_mode=none\npid=1\nsince=x\nbroker_id=\n";
+  assert_int_equal(felix_run_state_parse(empty, strlen(empty), "rs", &back, &err), FELIX_E_CORRUPT);
+  assert_non_null(strstr(err.msg, "broker_id"));
+}
+
+static int teardown(void **s) {
+  (void)s;
+  tu_remove_tracked();
+  return 0;
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(truncating_into_a_linked_segment_leaves_the_link_alone),
+      cmocka_unit_test(appending_to_a_linked_newest_segment_unshares_it_first),
+      cmocka_unit_test(create_links_sealed_copies_newest_and_verifies),
+      cmocka_unit_test(create_cuts_a_torn_tail_at_a_record_boundary),
+      cmocka_unit_test(restore_gives_new_ids_and_leader_none),
+      cmocka_unit_test(a_corrupt_point_fails_verify_and_restore_changes_nothing),
+      cmocka_unit_test(restore_refuses_a_locked_directory),
+      cmocka_unit_test(manifest_round_trips_and_refuses_escaping_names),
+      cmocka_unit_test(manifest_names_the_byte_and_the_version),
+      cmocka_unit_test(run_state_keeps_broker_id_and_restored_from),
+  };
+  return cmocka_run_group_tests_name("restorepoint", tests, NULL, teardown);
+}
