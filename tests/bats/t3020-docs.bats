@@ -112,12 +112,12 @@ setup() {
   done
 }
 
-@test "felix-broker.8 names both subcommands and every flag of their --help" {
+@test "felix-broker.8 names every subcommand and every flag of their --help" {
   text=$(render "$MAN_DIR/felix-broker.8")
-  for sub in control-plane run; do
+  for sub in control-plane run "restore-point create" "restore-point list" "restore-point verify" "restore-point restore"; do
     grep -qF -- "felix-broker $sub" <<<"$text" || fail "felix-broker.8 does not mention felix-broker $sub"
   done
-  flags=$(flags_of "$("$BROKER" run --help; "$BROKER" control-plane --help; "$BROKER" --help)")
+  flags=$(flags_of "$("$BROKER" run --help; "$BROKER" control-plane --help; "$BROKER" restore-point --help; "$BROKER" --help)")
   [ "$(wc -l <<<"$flags")" -ge 14 ] || fail "too few flags parsed: $flags"
   for f in $flags; do
     grep -qE -- "(^|[^a-z-])$f([^a-z-]|\$)" <<<"$text" || fail "felix-broker.8 does not mention $f"
