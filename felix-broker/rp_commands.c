@@ -267,7 +267,10 @@ int rp_cmd_restore(rp_args *a) {
   felix_rp_mismatches_free(&bad);
   if (st) {
     felix_rp_manifest_free(&m);
-    return fail(&err, st == FELIX_E_BUSY ? "stop the broker first (SIGTERM drains it); restore writes only into a directory no broker holds" : NULL);
+    const char *hint = st == FELIX_E_BUSY ? "stop the broker first (SIGTERM drains it); restore writes only into a directory no broker holds"
+                       : res.run_state_removed ? "the copies restored so far are in place and run-state is gone, so the next start gives the directory a new storage id; run restore again once the cause is fixed"
+                                               : NULL;
+    return fail(&err, hint);
   }
   felix_rp_select sel = selection(a);
   if (a->json) {

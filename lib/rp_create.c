@@ -191,8 +191,8 @@ static felix_status check_segment(int dst_dirfd, const char *src_path, const seg
   return st;
 }
 
-static felix_status copy_segments(create_ctx *c, int src, const char *src_path, int dst, const seg_list *segs,
-                                  felix_rp_shard *sh, felix_err *err) {
+static felix_status copy_segments(create_ctx *c, int src, const char *src_path, int dst, const char *dst_path,
+                                  const seg_list *segs, felix_rp_shard *sh, felix_err *err) {
   uint64_t expect = segs->count ? segs->items[0].base : 0;
   felix_status st = FELIX_OK;
   sh->start_offset = sh->end_offset = expect;
@@ -201,9 +201,10 @@ static felix_status copy_segments(create_ctx *c, int src, const char *src_path, 
     bool newest = i + 1 == segs->count, linked;
     uint32_t crc;
     uint64_t size, next = expect;
-    char what[4400];
+    char what[4400], dst_what[4400];
     snprintf(what, sizeof what, "%.4300s/%s", src_path, e->name);
-    st = felix_rp_copy_file(src, dst, e->name, UINT64_MAX, !newest, what, &crc, &size, &linked, c->o->progress,
+    snprintf(dst_what, sizeof dst_what, "%.4300s/%s", dst_path, e->name);
+    st = felix_rp_copy_file(src, dst, e->name, UINT64_MAX, !newest, what, dst_what, &crc, &size, &linked, c->o->progress,
                             c->o->progress_ctx, &c->done, c->total, err);
     if (!st) st = check_segment(dst, src_path, e, newest, expect, &next, &size, &crc, err);
     if (!st) st = add_file(sh, e->name, size, crc, linked, err);
@@ -258,7 +259,7 @@ static felix_status snapshot_once(create_ctx *c, int src, const char *src_path, 
   felix_status st = small_read(src, src_path, &before, err);
   if (!st) st = list_segments(src, src_path, &l1, err);
   if (!st && l1.count == 0) st = felix_fail(err, FELIX_E_CORRUPT, "%s: holds no segment: its records are gone", src_path);
-  if (!st) st = copy_segments(c, src, src_path, dst, &l1, sh, err);
+  if (!st) st = copy_segments(c, src, src_path, dst, dst_path, &l1, sh, err);
   if (st == FELIX_E_NOTFOUND) *changed = true, st = FELIX_OK; /* a segment went away: truncated */
   if (!st && !*changed) st = write_small(dst, dst_path, &before, sh, err);
   if (!st && !*changed) st = small_read(src, src_path, &after, err);
@@ -318,8 +319,9 @@ static felix_status target_state(const char *to, bool *empty_or_ours, bool *comp
   return FELIX_OK;
 }
 
-static felix_status prepare_target(const char *to, int *out, felix_err *err) {
-  if (mkdir(to, 0755) != 0 && errno != EEXIST)
+static felix_status prepare_target(const char *to, int *out, bool *created, felix_err *err) {
+  *created = mkdir(to, 0755) == 0;
+  if (!*created && errno != EEXIST)
     return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "--to %s: create the directory (its parent must exist)", to);
   bool ours, complete;
   felix_status st = target_state(to, &ours, &complete, err);
@@ -334,6 +336,16 @@ static felix_status prepare_target(const char *to, int *out, felix_err *err) {
   if (!st && mkdir(p, 0755) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", p);
   if (!st) st = felix_open_dir(AT_FDCWD, to, out, err);
   return st;
+}
+
+/* A create that failed (a full disk, damage) takes back what it wrote; a
+ * crash leaves it for the next create to start over. */
+static void discard_target(const char *to, bool created) {
+  char p[4200];
+  felix_err ignored;
+  snprintf(p, sizeof p, "%s/shards", to);
+  felix_rp_remove_tree(p, &ignored);
+  if (created) rmdir(to);
 }
 
 /* `to` may not lie inside the data directory (the broker would meet it). */
@@ -453,12 +465,14 @@ felix_status felix_rp_create(const felix_rp_create_opts *o, felix_rp_manifest *m
   create_ctx c = {.o = o};
   felix_status st = describe_source(o->data_dir, m, err);
   if (!st) st = pick_shards(o, &names, &n, err);
-  if (!st) st = prepare_target(o->to, &to_fd, err);
+  bool created = false;
+  if (!st) st = prepare_target(o->to, &to_fd, &created, err);
   if (!st) st = check_outside(o->data_dir, o->to, err);
   if (!st) c.total = tree_bytes(o->data_dir, names, n);
   if (!st) st = snapshot_all(&c, to_fd, names, n, m, err);
   if (!st) st = write_manifest(to_fd, o->to, m, err);
   if (to_fd >= 0) close(to_fd);
+  if (st && to_fd >= 0) discard_target(o->to, created);
   felix_free_names(names, n);
   if (st) felix_rp_manifest_free(m);
   return st;

@@ -37,7 +37,8 @@ static felix_status write_all(int fd, const uint8_t *p, size_t n, uint64_t at, c
 }
 
 /* Streams from `in` (and into `out` when >= 0) up to limit bytes, summing the CRC. */
-static felix_status stream_crc(int in, int out, uint64_t limit, const char *what, uint32_t *crc, uint64_t *size,
+static felix_status stream_crc(int in, int out, uint64_t limit, const char *what, const char *dst_what,
+                               uint32_t *crc, uint64_t *size,
                                felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
                                felix_err *err) {
   uint8_t *buf = malloc(RP_CHUNK);
@@ -51,7 +52,7 @@ static felix_status stream_crc(int in, int out, uint64_t limit, const char *what
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "read %s at byte %" PRIu64, what, at);
     if (n <= 0) break;
-    if (out >= 0) st = write_all(out, buf, (size_t)n, at, what, err);
+    if (out >= 0) st = write_all(out, buf, (size_t)n, at, dst_what, err);
     c = crc32(c, buf, (uInt)n);
     at += (uint64_t)n;
     report(progress, ctx, done, (uint64_t)n, total);
@@ -67,7 +68,7 @@ felix_status felix_rp_file_crc(int dirfd, const char *name, const char *what, ui
                                felix_err *err) {
   int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open %s", what);
-  felix_status st = stream_crc(fd, -1, UINT64_MAX, what, crc, size, progress, ctx, done, total, err);
+  felix_status st = stream_crc(fd, -1, UINT64_MAX, what, what, crc, size, progress, ctx, done, total, err);
   close(fd);
   return st;
 }
@@ -82,22 +83,22 @@ static felix_status try_link(int from_dirfd, int to_dirfd, const char *name, con
 }
 
 felix_status felix_rp_copy_file(int from_dirfd, int to_dirfd, const char *name, uint64_t limit, bool link_ok,
-                                const char *what, uint32_t *crc, uint64_t *size, bool *linked,
+                                const char *what, const char *dst_what, uint32_t *crc, uint64_t *size, bool *linked,
                                 felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
                                 felix_err *err) {
   felix_status st = link_ok ? try_link(from_dirfd, to_dirfd, name, what, linked, err) : ((*linked = false), FELIX_OK);
   if (st) return st;
-  if (*linked) return felix_rp_file_crc(to_dirfd, name, what, crc, size, progress, ctx, done, total, err);
+  if (*linked) return felix_rp_file_crc(to_dirfd, name, dst_what, crc, size, progress, ctx, done, total, err);
   int in = openat(from_dirfd, name, O_RDONLY | O_CLOEXEC);
   if (in < 0) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open %s", what);
   int out = openat(to_dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) {
-    st = felix_fail_errno(err, FELIX_E_IO, errno, "create the copy of %s", what);
+    st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", dst_what);
     close(in);
     return st;
   }
-  st = stream_crc(in, out, limit, what, crc, size, progress, ctx, done, total, err);
-  if (!st && fsync(out) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync the copy of %s", what);
+  st = stream_crc(in, out, limit, what, dst_what, crc, size, progress, ctx, done, total, err);
+  if (!st && fsync(out) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", dst_what);
   close(in);
   close(out);
   return st;

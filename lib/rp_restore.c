@@ -161,14 +161,15 @@ static felix_status write_ballot(restore_ctx *c, int src, int dst, const char *s
   return felix_ballot_write(dst, what, &b, err);
 }
 
-static felix_status copy_checked(restore_ctx *c, int src, int dst, const char *src_path, const felix_rp_file *f,
-                                 felix_err *err) {
-  char what[4400];
+static felix_status copy_checked(restore_ctx *c, int src, int dst, const char *src_path, const char *dst_path,
+                                 const felix_rp_file *f, felix_err *err) {
+  char what[4400], dst_what[4400];
   uint32_t crc;
   uint64_t size;
   bool linked;
   snprintf(what, sizeof what, "%.4300s/%s", src_path, f->name);
-  felix_status st = felix_rp_copy_file(src, dst, f->name, UINT64_MAX, false, what, &crc, &size, &linked,
+  snprintf(dst_what, sizeof dst_what, "%.4300s/%s", dst_path, f->name);
+  felix_status st = felix_rp_copy_file(src, dst, f->name, UINT64_MAX, false, what, dst_what, &crc, &size, &linked,
                                        c->o->progress, c->o->progress_ctx, &c->done, c->total, err);
   if (!st && (size != f->size || crc != f->crc32))
     st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
@@ -215,7 +216,7 @@ static felix_status build_shard(restore_ctx *c, const felix_rp_shard *s, const c
   if (!st) st = felix_open_dir(c->shards_fd, stage, &dst, err);
   for (size_t i = 0; i < s->nfiles && !st; i++) {
     st = !strcmp(s->files[i].name, "ballot") ? write_ballot(c, src, dst, src_path, dst_path, &s->files[i], err)
-                                             : copy_checked(c, src, dst, src_path, &s->files[i], err);
+                                             : copy_checked(c, src, dst, src_path, dst_path, &s->files[i], err);
     if (!st) st = write_index(dst, dst_path, &s->files[i], c->index_spacing, err);
   }
   if (!st && fsync(dst) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", dst_path);
@@ -291,6 +292,7 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   snprintf(what, sizeof what, "%.4300s/run-state", c->o->data_dir);
   if (unlinkat(c->dirfd, "run-state", 0) != 0 && errno != ENOENT)
     return felix_fail_errno(err, FELIX_E_IO, errno, "remove %s", what);
+  res->run_state_removed = true;
   st = felix_fsync_dir(c->dirfd, what, err);
   if (!st && mkdirat(c->dirfd, "shards", 0755) != 0 && errno != EEXIST)
     st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s/shards", c->o->data_dir);

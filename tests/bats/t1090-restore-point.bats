@@ -223,6 +223,27 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   assert_output --partial "--shard nosuch/3"
 }
 
+@test "a full disk: create takes back what it wrote, restore names the file and leaves a directory that rotates its id" {
+  make_dir d
+  rp create --data-dir d --to one >/dev/null
+  make_dir target
+  : >full
+  full() { FELIX_FAULTS_ENOSPC_IF="$W/full" FELIX_FAULTS_ENOSPC_MIN=100 LD_PRELOAD="$FELIX_BUILD/faults/libfelix_faults.so" "$@"; }
+  run -1 full "$BROKER" restore-point create --data-dir d --to two
+  assert_output --regexp "write two/shards/[a-z_0-9-]+/[0-9]+\.log at byte 0: No space left on device"
+  [ ! -e two ] || fail "create left $(ls -R two)"
+  ballots=$(cat target/shards/*/ballot)
+  run -1 full "$BROKER" restore-point restore --from one --data-dir target
+  assert_output --regexp "write target/shards/\.new-[a-z_0-9-]+/[0-9]+\.log at byte 0: No space left on device"
+  assert_output --partial "the next start gives the directory a new storage id"
+  [ "$(ls -A target/shards | grep -c '^\.')" -eq 0 ] || fail "a staging directory was left: $(ls -A target/shards)"
+  [ "$(cat target/shards/*/ballot)" = "$ballots" ]
+  run -0 inspect run-state target
+  assert_output --partial "next start:   ROTATE"
+  run -0 rp restore --from one --data-dir target # once there is room, a second run completes it
+  run -0 inspect verify target
+}
+
 @test "progress goes to stderr on a terminal only" {
   mkdata d orders 0 3000 --payload-size 200 >/dev/null
   run -0 --separate-stderr rp create --data-dir d --to quiet

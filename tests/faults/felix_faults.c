@@ -15,6 +15,9 @@
  *
  * With FELIX_FAULTS_FAIL_SYNC_IF=path set, while that path exists every wrapped
  * sync returns -1 with errno EIO (sync() cannot fail; it just records "fail").
+ * With FELIX_FAULTS_ENOSPC_IF=path set, while that path exists pwrite() on a
+ * regular file fails with ENOSPC (a full disk; restore-point tests use it);
+ * FELIX_FAULTS_ENOSPC_MIN=N spares writes shorter than N bytes (a pid file).
  * See tests/faults/README.md.
  */
 #include <dlfcn.h>
@@ -33,6 +36,7 @@
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_syncfs)(int);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static void (*real_sync)(void);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -42,6 +46,7 @@ static void resolve(void)
     real_fdatasync = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
     real_syncfs = (int (*)(int))dlsym(RTLD_NEXT, "syncfs");
     real_sync = (void (*)(void))dlsym(RTLD_NEXT, "sync");
+    real_pwrite = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
 }
 
 /* Appends one record with one write(); errno is preserved. */
@@ -212,4 +217,35 @@ void sync(void)
     if (real_sync != NULL)
         real_sync();
     record("syncall\n");
+}
+
+/* A full disk for regular files while FELIX_FAULTS_ENOSPC_IF exists. */
+static int disk_full(int fd, size_t n)
+{
+    const char *min = getenv("FELIX_FAULTS_ENOSPC_MIN");
+    if (min != NULL && *min != '\0' && n < (size_t)strtoul(min, NULL, 10))
+        return 0;
+    const char *p = getenv("FELIX_FAULTS_ENOSPC_IF");
+    if (p == NULL || *p == '\0')
+        return 0;
+    int saved = errno;
+    struct stat st;
+    int r = access(p, F_OK) == 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    errno = saved;
+    return r;
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t n, off_t at)
+{
+    pthread_once(&once, resolve);
+    if (disk_full(fd, n)) {
+        errno = ENOSPC;
+        return -1;
+    }
+    return real_pwrite ? real_pwrite(fd, buf, n, at) : (errno = ENOSYS, -1);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t n, off_t at)
+{
+    return pwrite(fd, buf, n, at);
 }

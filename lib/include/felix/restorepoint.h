@@ -126,6 +126,7 @@ typedef struct felix_rp_restore_result {
   char storage_id[33];          /* the new one */
   size_t shards, files;
   uint64_t bytes;
+  bool run_state_removed; /* on failure: the next start rotates the storage id */
 } felix_rp_restore_result;
 
 /* Writes the selected shards of a verified point into a data directory no
@@ -140,9 +141,10 @@ felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest 
 /* Copies (or, when link_ok and the file systems allow, hard-links) from_dirfd/name
  * to to_dirfd/name; *crc and *size describe what the destination holds,
  * which is the first `limit` bytes of the source (UINT64_MAX: all of it).
- * The destination is synced. *linked says which happened. */
+ * The destination is synced. *linked says which happened. `what` and
+ * `dst_what` name the source and the destination in messages. */
 felix_status felix_rp_copy_file(int from_dirfd, int to_dirfd, const char *name, uint64_t limit, bool link_ok,
-                                const char *what, uint32_t *crc, uint64_t *size, bool *linked,
+                                const char *what, const char *dst_what, uint32_t *crc, uint64_t *size, bool *linked,
                                 felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
                                 felix_err *err);
 /* CRC-32 and size of dirfd/name. */
