@@ -372,6 +372,28 @@ static void get_shards(cp_state *cp, const cp_request *req, cp_reply *rep) {
   free(bs);
 }
 
+/* GET /v1/events?limit=N: the newest N (default 20, 1..1000) events of the cluster, oldest first. */
+static void get_events(cp_state *cp, const cp_request *req, cp_reply *rep) {
+  const char *lim = req->query ? req->query(req->query_ctx, "limit") : NULL;
+  char *end = NULL;
+  long limit = lim ? strtol(lim, &end, 10) : 20;
+  if (lim && (!*lim || *end || limit < 1 || limit > 1000)) {
+    cp_reply_error(rep, 400, "limit is an integer from 1 to 1000", "limit '%s' is not an integer from 1 to 1000", lim);
+    return;
+  }
+  felix_err err;
+  cp_event *ev = NULL;
+  size_t n = 0;
+  if (cp_store_events_recent(cp->store, (int)limit, &ev, &n, &err)) {
+    db_error(rep, &err);
+  } else {
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(a, event_json(&ev[i]));
+    reply_json(rep, 200, a);
+  }
+  free(ev);
+}
+
 /* Finds stream/shard from URL segments; replies 404/400 itself when not. */
 static bool lookup_shard(cp_state *cp, const char *stream, const char *num, cp_shard_row *out, cp_reply *rep) {
   char *end;
@@ -437,6 +459,8 @@ void cp_api_operator(cp_state *cp, const cp_request *req, char **path, int npath
     if (method_is(req, "GET,DELETE", rep)) one_stream(cp, req, path[1], rep);
   } else if (!strcmp(r, "streams") && npath == 3 && !strcmp(path[2], "adopt")) {
     if (method_is(req, "POST", rep)) adopt_stream(cp, req, path[1], rep);
+  } else if (!strcmp(r, "events") && npath == 1) {
+    if (method_is(req, "GET", rep)) get_events(cp, req, rep);
   } else if (!strcmp(r, "shards") && npath == 1) {
     if (method_is(req, "GET", rep)) get_shards(cp, req, rep);
   } else if (!strcmp(r, "shards") && npath == 4 && !strcmp(path[3], "abandon")) {

@@ -529,6 +529,8 @@ felix_status cp_store_event_add(cp_store *s, const cp_event *e, felix_err *err) 
   return finish(s, st, err);
 }
 
+static felix_status read_events(cp_store *s, sqlite3_stmt *st, cp_event **out, size_t *n, felix_err *err);
+
 felix_status cp_store_events_list(cp_store *s, const char *stream_uuid, int shard, const char *broker,
                                   cp_event **out, size_t *n, felix_err *err) {
   sqlite3_stmt *st;
@@ -541,6 +543,22 @@ felix_status cp_store_events_list(cp_store *s, const char *stream_uuid, int shar
   if (stream_uuid) bind_text(st, 1, stream_uuid);
   sqlite3_bind_int(st, 2, shard);
   if (broker) bind_text(st, 3, broker);
+  return read_events(s, st, out, n, err);
+}
+
+felix_status cp_store_events_recent(cp_store *s, int limit, cp_event **out, size_t *n, felix_err *err) {
+  sqlite3_stmt *st;
+  *out = NULL;
+  *n = 0;
+  if (prep(s, "SELECT * FROM (SELECT id, ts, kind, stream, stream_uuid, shard, generation, broker, message"
+              " FROM events ORDER BY id DESC LIMIT ?1) ORDER BY id", &st, err))
+    return err->status;
+  sqlite3_bind_int(st, 1, limit);
+  return read_events(s, st, out, n, err);
+}
+
+/* Steps st (columns as above) into *out, then finalizes it. */
+static felix_status read_events(cp_store *s, sqlite3_stmt *st, cp_event **out, size_t *n, felix_err *err) {
   size_t cap = 0;
   int rc;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -125,5 +125,7 @@ felix_status cp_store_event_add(cp_store *s, const cp_event *e, felix_err *err);
 /* Events, oldest first, of one shard (broker NULL) or one broker (stream_uuid NULL). free(*out). */
 felix_status cp_store_events_list(cp_store *s, const char *stream_uuid, int shard, const char *broker,
                                   cp_event **out, size_t *n, felix_err *err);
+/* The newest `limit` events of the whole cluster, oldest first. free(*out). */
+felix_status cp_store_events_recent(cp_store *s, int limit, cp_event **out, size_t *n, felix_err *err);
 
 #endif

@@ -85,13 +85,16 @@ extern const ctl_command ctl_cmd_stream_create, ctl_cmd_stream_list, ctl_cmd_str
     ctl_cmd_stream_delete, ctl_cmd_stream_adopt;
 extern const ctl_command ctl_cmd_shard_list, ctl_cmd_shard_describe;
 extern const ctl_command ctl_cmd_placement_history, ctl_cmd_placement_abandon;
-extern const ctl_command ctl_cmd_produce, ctl_cmd_consume;
+extern const ctl_command ctl_cmd_produce, ctl_cmd_consume, ctl_cmd_top;
 extern const ctl_command ctl_cmd_completion, ctl_cmd_version;
 
 /* main.c: errors. Prints "felixctl: error: ..." (and "felixctl: hint: ..."
  * when hint is not NULL) to stderr; returns code so callers can
  * `return ctl_error(...)`. */
 int ctl_error(int code, const char *hint, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* While buf is set, ctl_error writes "error (hint)" there instead of stderr
+ * (felixctl top owns the terminal); NULL restores stderr. */
+void ctl_error_capture(char *buf, size_t cap);
 
 /* http.c: one request to the control plane with the admin token.
  * Returns 0 when it answered 2xx with JSON (out filled: free with

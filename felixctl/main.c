@@ -19,7 +19,7 @@ static const ctl_command *const commands[] = {
     &ctl_cmd_cluster_status,  &ctl_cmd_broker_list,    &ctl_cmd_broker_describe, &ctl_cmd_stream_create,
     &ctl_cmd_stream_list,     &ctl_cmd_stream_describe, &ctl_cmd_stream_delete,  &ctl_cmd_stream_adopt,     &ctl_cmd_shard_list,
     &ctl_cmd_shard_describe,  &ctl_cmd_placement_history, &ctl_cmd_placement_abandon, &ctl_cmd_produce,
-    &ctl_cmd_consume,
+    &ctl_cmd_consume,         &ctl_cmd_top,
     &ctl_cmd_completion,      &ctl_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
@@ -70,9 +70,25 @@ typedef struct scanned {
   bool seen[FL_N];
 } scanned;
 
+/* Where ctl_error writes while a full-screen view owns the terminal. */
+static char *error_sink;
+static size_t error_sink_cap;
+
+void ctl_error_capture(char *buf, size_t cap) {
+  error_sink = buf;
+  error_sink_cap = cap;
+  if (buf && cap) buf[0] = '\0';
+}
+
 int ctl_error(int code, const char *hint, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
+  if (error_sink) {
+    int n = vsnprintf(error_sink, error_sink_cap, fmt, ap);
+    va_end(ap);
+    if (hint && n >= 0 && (size_t)n < error_sink_cap) snprintf(error_sink + n, error_sink_cap - (size_t)n, " (%s)", hint);
+    return code;
+  }
   fputs("felixctl: error: ", stderr);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);

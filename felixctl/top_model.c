@@ -1,0 +1,186 @@
+/* top_model.c — the data and the text lines of `felixctl top` (see
+ * top_model.h). Everything here is plain C over the control plane's JSON, so
+ * the view's content is tested without a terminal. */
+#include "top_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+static double num(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char *str(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsString(v) && v->valuestring[0] ? v->valuestring : "-";
+}
+
+/* Copies at most width columns of line into out (ASCII only is drawn). */
+static void fit(char *out, size_t cap, int width, const char *line) {
+  size_t w = width > 0 ? (size_t)width : 0;
+  if (w >= cap) w = cap - 1;
+  snprintf(out, w + 1, "%s", line);
+}
+
+/* --- fetching ------------------------------------------------------------- */
+
+static int fetch_one(const ctl_opts *o, const char *path, cJSON **out) {
+  ctl_reply r;
+  int rc = ctl_http(o, "GET", path, NULL, &r);
+  if (rc) return rc;
+  *out = r.json;
+  r.json = NULL;
+  ctl_reply_free(&r);
+  return 0;
+}
+
+int top_fetch(const ctl_opts *o, const char *open_shard, top_snapshot *out, char *err, size_t cap) {
+  memset(out, 0, sizeof *out);
+  ctl_error_capture(err, cap);
+  int rc = fetch_one(o, "/v1/cluster", &out->cluster);
+  if (!rc) rc = fetch_one(o, "/v1/brokers", &out->brokers);
+  if (!rc) rc = fetch_one(o, "/v1/shards", &out->shards);
+  char path[600];
+  snprintf(path, sizeof path, "/v1/events?limit=%d", TOP_EVENTS);
+  if (!rc) rc = fetch_one(o, path, &out->events);
+  char stream[256];
+  uint32_t shard;
+  if (!rc && open_shard && ctl_parse_stream_shard(open_shard, stream, sizeof stream, &shard) &&
+      ctl_shard_path(stream, shard, "/history", path, sizeof path) == 0)
+    rc = fetch_one(o, path, &out->history);
+  ctl_error_capture(NULL, 0);
+  if (rc) top_snapshot_free(out);
+  return rc;
+}
+
+void top_snapshot_free(top_snapshot *s) {
+  cJSON_Delete(s->cluster);
+  cJSON_Delete(s->brokers);
+  cJSON_Delete(s->shards);
+  cJSON_Delete(s->events);
+  cJSON_Delete(s->history);
+  memset(s, 0, sizeof *s);
+}
+
+/* --- shards: order and filter ------------------------------------------------ */
+
+int top_shard_urgency(const cJSON *shard) {
+  const char *st = str(shard, "state");
+  return !strcmp(st, "NoCaughtUpReplica") ? 0 : !strcmp(st, "Fencing") ? 1 : 2;
+}
+
+const char *top_shard_name(const cJSON *shard, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s/%.0f", str(shard, "stream"), num(shard, "shard"));
+  return buf;
+}
+
+static int cmp_shards(const void *a, const void *b) {
+  const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+  int d = top_shard_urgency(x) - top_shard_urgency(y);
+  if (d) return d;
+  d = strcmp(str(x, "stream"), str(y, "stream"));
+  return d ? d : (num(x, "shard") > num(y, "shard")) - (num(x, "shard") < num(y, "shard"));
+}
+
+size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **out, size_t cap) {
+  size_t n = 0;
+  const cJSON *s;
+  cJSON_ArrayForEach(s, shards) {
+    if (n == cap) break;
+    char line[512];
+    top_shard_line(s, line, sizeof line, (int)sizeof line - 1);
+    if (!filter || !filter[0] || strstr(line, filter)) out[n++] = s;
+  }
+  qsort(out, n, sizeof *out, cmp_shards);
+  return n;
+}
+
+/* --- lines ------------------------------------------------------------------ */
+
+void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t cap, int width) {
+  const cJSON *b = get(s->cluster, "brokers"), *sh = get(s->cluster, "shards");
+  char line[512];
+  const char *cp = strstr(o->control_plane, "://");
+  snprintf(line, sizeof line, "top %s  brokers %.0f/%.0f  shards %.0f: NoCaughtUpReplica %.0f  Fencing %.0f%s",
+           cp ? cp + 3 : o->control_plane, num(b, "alive"), num(b, "total"), num(sh, "total"),
+           num(sh, "NoCaughtUpReplica"), num(sh, "Fencing"),
+           cJSON_IsTrue(get(s->cluster, "waiting_for_inventories")) ? "  waiting for inventories" : "");
+  fit(out, cap, width, line);
+}
+
+void top_broker_heading(char *out, size_t cap, int width) {
+  fit(out, cap, width, "BROKER        STORAGE-ID  INCARNATION         ALIVE  FSYNC      LEASE-AGE");
+}
+
+/* The last `n` characters of s: incarnations share their long prefix. */
+static const char *tail(const char *s, size_t n) {
+  size_t len = strlen(s);
+  return len > n ? s + len - n : s;
+}
+
+void top_broker_line(const cJSON *b, char *out, size_t cap, int width) {
+  char line[512], age[32];
+  if (cJSON_IsNumber(get(b, "lease_age_ms"))) snprintf(age, sizeof age, "%.0f ms", num(b, "lease_age_ms"));
+  else snprintf(age, sizeof age, "-");
+  snprintf(line, sizeof line, "%-12.12s  %-10.10s  %-18s  %-5s  %-9s  %s", str(b, "id"), str(b, "storage_id"),
+           tail(str(b, "incarnation"), 18), cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age);
+  fit(out, cap, width, line);
+}
+
+void top_shard_heading(char *out, size_t cap, int width) {
+  fit(out, cap, width, "SHARD            GEN  LEADER    STATE                HWM  FOLLOWERS conf/-lag");
+}
+
+/* Whether the copy was measured under a storage id its broker no longer has. */
+static bool id_changed(const cJSON *r) {
+  const char *m = str(r, "storage_id"), *reg = str(r, "registered_storage_id");
+  return strcmp(m, "-") && strcmp(reg, "-") && strcmp(m, reg);
+}
+
+void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
+  char name[300], line[1024];
+  double hwm = num(s, "hwm");
+  int n = snprintf(line, sizeof line, "%-15.15s  %3.0f  %-8.8s  %-17s  %5.0f ", top_shard_name(s, name, sizeof name),
+                   num(s, "generation"), str(s, "leader"), str(s, "state"), hwm);
+  const cJSON *r;
+  cJSON_ArrayForEach(r, get(s, "replicas")) {
+    if (!strcmp(str(r, "broker"), str(s, "leader")) || n < 0 || (size_t)n >= sizeof line) continue;
+    double c = num(r, "confirmed"), lag = hwm > c ? hwm - c : 0;
+    n += snprintf(line + n, sizeof line - (size_t)n, " %s %.0f/-%.0f%s", str(r, "broker"), c, lag,
+                  id_changed(r) ? "!" : "");
+  }
+  fit(out, cap, width, line);
+}
+
+void top_event_line(const cJSON *e, char *out, size_t cap, int width) {
+  char line[1024];
+  const char *ts = str(e, "ts"); /* the time of day is enough on a live view; messages name their shard */
+  snprintf(line, sizeof line, "%.8s %s", strlen(ts) >= 19 ? ts + 11 : ts, str(e, "message"));
+  fit(out, cap, width, line);
+}
+
+void top_detail_line(const cJSON *s, char *out, size_t cap, int width) {
+  char name[300], line[1024];
+  snprintf(line, sizeof line, "%s  generation %.0f  %s  leader %s  hwm %.0f (max %.0f)  %s", top_shard_name(s, name, sizeof name),
+           num(s, "generation"), str(s, "state"), str(s, "leader"), num(s, "hwm"), num(s, "max_hwm"),
+           strcmp(str(s, "detail"), "-") ? str(s, "detail") : "");
+  fit(out, cap, width, line);
+}
+
+void top_replica_heading(char *out, size_t cap, int width) {
+  fit(out, cap, width, "BROKER        ROLE      ALIVE  CONFIRMED    LAG  CAUGHT-UP  MEASURED-UNDER  REGISTERED  STRANGER");
+}
+
+void top_replica_line(const cJSON *s, const cJSON *r, char *out, size_t cap, int width) {
+  char line[512];
+  double hwm = num(s, "hwm"), c = num(r, "confirmed");
+  snprintf(line, sizeof line, "%-12.12s  %-8s  %-5s  %9.0f  %5.0f  %-9s  %-14.14s%s %-10.10s  %s", str(r, "broker"),
+           strcmp(str(r, "broker"), str(s, "leader")) ? "follower" : "leader", cJSON_IsFalse(get(r, "alive")) ? "NO" : "yes",
+           c, hwm > c ? hwm - c : 0, cJSON_IsTrue(get(r, "caught_up")) ? "yes" : "no", str(r, "storage_id"),
+           id_changed(r) ? "!" : " ", str(r, "registered_storage_id"), cJSON_IsTrue(get(r, "stranger")) ? "yes" : "no");
+  fit(out, cap, width, line);
+}
