@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "felix/restorepoint.h"
 #include "felix/fileutil.h"
 #include "felix/logfmt.h"
 
@@ -71,7 +72,10 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
 
 void broker_remove_leftovers(broker *b) {
   char shards[4200];
+  felix_err err;
   snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
+  if (felix_rp_settle_leftovers(shards, &err)) /* a restore that stopped midway */
+    felix_log_event("error", "cannot settle the leftovers of an interrupted restore", "reason", err.msg, NULL);
   DIR *d = opendir(shards);
   struct dirent *de;
   while (d && (de = readdir(d)) != NULL) {

@@ -119,7 +119,7 @@ felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_er
   if (sb.st_nlink <= 1) return FELIX_OK;
   char name[32], tmp[64], what[4200];
   felix_seg_format_name(name, s->base, ".log");
-  snprintf(tmp, sizeof tmp, ".%s.unshare", name);
+  snprintf(tmp, sizeof tmp, ".%s.unshare.tmp", name); /* .tmp: recovery removes a leftover */
   snprintf(what, sizeof what, "%s/%s", log->path, name);
   int fd = openat(log->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: unshare %s", log->shard, what);

@@ -206,6 +206,9 @@ static felix_status copy_segments(create_ctx *c, int src, const char *src_path, 
     snprintf(dst_what, sizeof dst_what, "%.4300s/%s", dst_path, e->name);
     st = felix_rp_copy_file(src, dst, e->name, UINT64_MAX, !newest, what, dst_what, &crc, &size, &linked, c->o->progress,
                             c->o->progress_ctx, &c->done, c->total, err);
+    struct stat sb;
+    if (!st && linked && (fstatat(dst, e->name, &sb, 0) != 0 || sb.st_ino != e->ino))
+      st = felix_fail(err, FELIX_E_NOTFOUND, "%s was replaced while it was linked", what); /* a new file, maybe active */
     if (!st) st = check_segment(dst, src_path, e, newest, expect, &next, &size, &crc, err);
     if (!st) st = add_file(sh, e->name, size, crc, linked, err);
     expect = sh->end_offset = next;
@@ -260,7 +263,12 @@ static felix_status snapshot_once(create_ctx *c, int src, const char *src_path, 
   if (!st) st = list_segments(src, src_path, &l1, err);
   if (!st && l1.count == 0) st = felix_fail(err, FELIX_E_CORRUPT, "%s: holds no segment: its records are gone", src_path);
   if (!st) st = copy_segments(c, src, src_path, dst, dst_path, &l1, sh, err);
-  if (st == FELIX_E_NOTFOUND) *changed = true, st = FELIX_OK; /* a segment went away: truncated */
+  if (st == FELIX_E_NOTFOUND || st == FELIX_E_CORRUPT) { /* moved under us (truncated, recreated), or damaged */
+    felix_err again;
+    *changed = st == FELIX_E_NOTFOUND || small_read(src, src_path, &after, &again) || small_equal(&before, &after) == false ||
+               list_segments(src, src_path, &l2, &again) || !segments_kept(&l1, &l2);
+    if (*changed) st = FELIX_OK;
+  }
   if (!st && !*changed) st = write_small(dst, dst_path, &before, sh, err);
   if (!st && !*changed) st = small_read(src, src_path, &after, err);
   if (!st && !*changed) st = list_segments(src, src_path, &l2, err);
@@ -303,19 +311,25 @@ static felix_status snapshot_shard(create_ctx *c, int src_shards, const char *da
 
 /* --- the target directory ------------------------------------------------ */
 
-/* Whether dir holds only what an interrupted create leaves. */
-static felix_status target_state(const char *to, bool *empty_or_ours, bool *complete, felix_err *err) {
+/* What a directory holds: a complete point, only what a create writes (its
+ * marker first), or nothing at all. */
+static felix_status target_state(const char *to, bool *empty, bool *ours, bool *complete, felix_err *err) {
   DIR *d = opendir(to);
-  *empty_or_ours = true, *complete = false;
+  bool marker = false, foreign = false;
+  *complete = false;
   if (!d) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open --to %s", to);
   struct dirent *de;
+  *empty = true;
   while ((de = readdir(d)) != NULL) {
     const char *n = de->d_name;
     if (!strcmp(n, ".") || !strcmp(n, "..")) continue;
+    *empty = false;
     if (!strcmp(n, FELIX_RP_MANIFEST)) *complete = true;
-    else if (strcmp(n, "shards") && strcmp(n, "." FELIX_RP_MANIFEST ".tmp")) *empty_or_ours = false;
+    else if (!strcmp(n, FELIX_RP_MARKER)) marker = true;
+    else if (strcmp(n, "shards") && strcmp(n, "." FELIX_RP_MANIFEST ".tmp")) foreign = true;
   }
   closedir(d);
+  *ours = marker && !foreign;
   return FELIX_OK;
 }
 
@@ -323,18 +337,21 @@ static felix_status prepare_target(const char *to, int *out, bool *created, feli
   *created = mkdir(to, 0755) == 0;
   if (!*created && errno != EEXIST)
     return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "--to %s: create the directory (its parent must exist)", to);
-  bool ours, complete;
-  felix_status st = target_state(to, &ours, &complete, err);
+  bool empty = false, ours = false, complete = false;
+  felix_status st = target_state(to, &empty, &ours, &complete, err);
   if (st) return st;
   if (complete)
     return felix_fail(err, FELIX_E_REFUSED, "--to %s already holds a complete restore point; choose a new path or remove it", to);
-  if (!ours)
+  if (!empty && !ours)
     return felix_fail(err, FELIX_E_REFUSED, "--to %s is not empty and is not an interrupted restore point; choose an empty or new path", to);
+  st = felix_open_dir(AT_FDCWD, to, out, err);
+  char what[4200];
+  snprintf(what, sizeof what, "%.4100s/%s", to, FELIX_RP_MARKER);
+  if (!st && empty) st = felix_write_file_atomic(*out, FELIX_RP_MARKER, "", 0, what, err);
   char p[4200];
-  snprintf(p, sizeof p, "%s/shards", to); /* an interrupted create: start over */
-  st = felix_rp_remove_tree(p, err);
+  snprintf(p, sizeof p, "%.4100s/shards", to); /* an interrupted create: start over */
+  if (!st) st = felix_rp_remove_tree(p, err);
   if (!st && mkdir(p, 0755) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", p);
-  if (!st) st = felix_open_dir(AT_FDCWD, to, out, err);
   return st;
 }
 
@@ -343,19 +360,42 @@ static felix_status prepare_target(const char *to, int *out, bool *created, feli
 static void discard_target(const char *to, bool created) {
   char p[4200];
   felix_err ignored;
-  snprintf(p, sizeof p, "%s/shards", to);
+  snprintf(p, sizeof p, "%.4100s/shards", to);
   felix_rp_remove_tree(p, &ignored);
-  if (created) rmdir(to);
+  if (!created) return;
+  snprintf(p, sizeof p, "%.4100s/%s", to, FELIX_RP_MARKER);
+  unlink(p);
+  rmdir(to);
 }
 
-/* `to` may not lie inside the data directory (the broker would meet it). */
-static felix_status check_outside(const char *data_dir, const char *to, felix_err *err) {
+/* The absolute form of a path whose last component may not exist yet. */
+static bool resolve(const char *path, char out[PATH_MAX]) {
+  if (realpath(path, out)) return true;
+  char parent[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  snprintf(parent, sizeof parent, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+  if (slash == path) snprintf(parent, sizeof parent, "/");
+  char rp[PATH_MAX];
+  if (!realpath(parent, rp)) return false;
+  snprintf(out, PATH_MAX, "%.2000s/%.2000s", rp, slash ? slash + 1 : path);
+  return true;
+}
+
+static bool inside(const char *a, const char *b) { /* a is b or below it */
+  size_t n = strlen(b);
+  return !strncmp(a, b, n) && (a[n] == '/' || a[n] == '\0' || (n == 1 && b[0] == '/'));
+}
+
+/* Neither may hold the other: the broker would meet the restore point, or
+ * the create would clear the data directory as an interrupted point. */
+static felix_status check_apart(const char *data_dir, const char *to, felix_err *err) {
   char d[PATH_MAX], t[PATH_MAX];
   if (!realpath(data_dir, d)) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "--data-dir %s", data_dir);
-  if (!realpath(to, t)) return felix_fail_errno(err, FELIX_E_IO, errno, "--to %s", to);
-  size_t n = strlen(d);
-  if (!strncmp(t, d, n) && (t[n] == '/' || t[n] == '\0'))
+  if (!resolve(to, t)) return felix_fail_errno(err, FELIX_E_NOTFOUND, errno, "--to %s: create the directory (its parent must exist)", to);
+  if (inside(t, d))
     return felix_fail(err, FELIX_E_INVAL, "--to %s lies inside --data-dir %s; put restore points elsewhere", to, data_dir);
+  if (inside(d, t))
+    return felix_fail(err, FELIX_E_INVAL, "--data-dir %s lies inside --to %s; put restore points elsewhere", data_dir, to);
   return FELIX_OK;
 }
 
@@ -466,8 +506,8 @@ felix_status felix_rp_create(const felix_rp_create_opts *o, felix_rp_manifest *m
   felix_status st = describe_source(o->data_dir, m, err);
   if (!st) st = pick_shards(o, &names, &n, err);
   bool created = false;
+  if (!st) st = check_apart(o->data_dir, o->to, err);
   if (!st) st = prepare_target(o->to, &to_fd, &created, err);
-  if (!st) st = check_outside(o->data_dir, o->to, err);
   if (!st) c.total = tree_bytes(o->data_dir, names, n);
   if (!st) st = snapshot_all(&c, to_fd, names, n, m, err);
   if (!st) st = write_manifest(to_fd, o->to, m, err);

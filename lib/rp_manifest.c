@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "felix/fileutil.h"
 #include "felix/segment.h"
@@ -68,6 +69,32 @@ static cJSON *shard_json(const felix_rp_shard *s) {
   return o;
 }
 
+/* CRC-32 over a canonical text of every field, so an edited or damaged
+ * manifest (an entry removed, a size changed) is refused rather than trusted. */
+uint32_t felix_rp_manifest_digest(const felix_rp_manifest *m) {
+  char buf[1024];
+  uLong c = crc32(0L, Z_NULL, 0);
+  int n = snprintf(buf, sizeof buf, "v%d|%" PRIu64 "|%s|%s|%s|%d|", m->version, m->created_at_micros, m->created_at,
+                   m->broker_id, m->storage_id, m->broker_was_running);
+  c = crc32(c, (const Bytef *)buf, (uInt)n);
+  for (size_t i = 0; i < m->nshards; i++) {
+    const felix_rp_shard *s = &m->shards[i];
+    n = snprintf(buf, sizeof buf, "S%s|%s|%u|%s|%" PRIu64 "|%" PRIu64 "|%" PRIu64 "|", s->dir, s->stream, s->shard,
+                 s->stream_uuid, s->start_offset, s->end_offset, s->ballot_generation);
+    c = crc32(c, (const Bytef *)buf, (uInt)n);
+    for (size_t g = 0; g < s->gens.count; g++) {
+      n = snprintf(buf, sizeof buf, "G%" PRIu64 ":%" PRIu64 "|", s->gens.items[g].generation, s->gens.items[g].start_offset);
+      c = crc32(c, (const Bytef *)buf, (uInt)n);
+    }
+    for (size_t f = 0; f < s->nfiles; f++) {
+      n = snprintf(buf, sizeof buf, "F%s:%" PRIu64 ":%u:%d|", s->files[f].name, s->files[f].size, s->files[f].crc32,
+                   s->files[f].linked);
+      c = crc32(c, (const Bytef *)buf, (uInt)n);
+    }
+  }
+  return (uint32_t)c;
+}
+
 char *felix_rp_manifest_encode(const felix_rp_manifest *m) {
   cJSON *o = cJSON_CreateObject(), *src = cJSON_CreateObject(), *shards = cJSON_CreateArray();
   cJSON_AddStringToObject(o, "format", "felix-restore-point");
@@ -84,6 +111,9 @@ char *felix_rp_manifest_encode(const felix_rp_manifest *m) {
   cJSON_AddItemToObject(o, "shards", shards);
   cJSON_AddNumberToObject(o, "files", (double)felix_rp_manifest_files(m));
   cJSON_AddNumberToObject(o, "bytes", (double)felix_rp_manifest_bytes(m));
+  char digest[9];
+  snprintf(digest, sizeof digest, "%08x", felix_rp_manifest_digest(m));
+  cJSON_AddStringToObject(o, "digest", digest);
   char *text = cJSON_Print(o);
   cJSON_Delete(o);
   return text;
@@ -159,6 +189,15 @@ static felix_status parse_gens(parse_ctx *c, const cJSON *a, const char *field, 
   return st;
 }
 
+/* The control plane's rule for stream names (so no name can hold a path). */
+static bool stream_name_ok(const char *n) {
+  size_t len = strlen(n);
+  if (len < 1 || len > 64 || n[0] == '.' || n[0] == '-') return false;
+  for (size_t i = 0; i < len; i++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", n[i])) return false;
+  return true;
+}
+
 static felix_status parse_shard(parse_ctx *c, const cJSON *o, size_t idx, felix_rp_shard *s) {
   char f[64], sub[400], stream[128], uuid16[17];
   uint64_t shard = 0;
@@ -174,10 +213,15 @@ static felix_status parse_shard(parse_ctx *c, const cJSON *o, size_t idx, felix_
   snprintf(sub, sizeof sub, "%.200s.shard", f);
   if (!st) st = get_u64(c, o, "shard", sub, UINT32_MAX, &shard);
   s->shard = (uint32_t)shard;
-  if (!st && (strcmp(stream, s->stream) || dir_shard != s->shard))
-    st = bad(c, f, "stream and shard that agree with its dir");
+  snprintf(sub, sizeof sub, "%.200s.stream", f);
+  if (!st && !stream_name_ok(s->stream)) st = bad(c, sub, "a stream name (1 to 64 of A-Z a-z 0-9 . _ -, not starting with . or -)");
   snprintf(sub, sizeof sub, "%.200s.stream_uuid", f);
   if (!st) st = get_string(c, o, "stream_uuid", sub, s->stream_uuid, sizeof s->stream_uuid, false);
+  char canonical[300];
+  if (!st && (!felix_shard_dir_name(canonical, sizeof canonical, s->stream, s->shard, s->stream_uuid) ||
+              strcmp(canonical, s->dir)))
+    st = bad(c, f, "a dir named by its stream, shard and stream_uuid");
+  (void)stream, (void)dir_shard, (void)uuid16;
   snprintf(sub, sizeof sub, "%.200s.start_offset", f);
   if (!st) st = get_u64(c, o, "start_offset", sub, UINT64_MAX, &s->start_offset);
   snprintf(sub, sizeof sub, "%.200s.end_offset", f);
@@ -245,6 +289,12 @@ felix_status felix_rp_manifest_parse(const char *buf, size_t len, const char *wh
     for (size_t j = 0; !st && j + 1 < out->nshards; j++)
       if (!strcmp(out->shards[j].dir, out->shards[out->nshards - 1].dir)) st = bad(&c, "shards", "each shard once");
   }
+  const cJSON *dg = cJSON_GetObjectItemCaseSensitive(o, "digest");
+  char want[9];
+  if (!st) snprintf(want, sizeof want, "%08x", felix_rp_manifest_digest(out));
+  if (!st && (!cJSON_IsString(dg) || strcmp(dg->valuestring, want)))
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: digest %s does not match its content (%s): the manifest was edited or damaged",
+                    what, cJSON_IsString(dg) ? dg->valuestring : "(missing)", want);
   cJSON_Delete(o);
   if (st) felix_rp_manifest_free(out);
   return st;

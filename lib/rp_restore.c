@@ -5,12 +5,18 @@
  * directory's lock is held and the disk has room. Then, in this order:
  *   1. run-state is removed: from here on, a start of this directory that
  *      finds the restore unfinished rotates its storage id (no run-state);
- *   2. each shard is built in shards/.new-<dir> (copied, checked against the
- *      manifest again, ballot rewritten: new copy id, the new storage id,
- *      leader=none) and renamed into place; a copy it replaces goes through
- *      shards/.deleting-<dir> (the broker removes both kinds of leftover);
- *   3. the new storage-id is written;
- *   4. run-state is written: stopped, restored_from=<point>.
+ *   2. every shard is built in shards/.new-<dir> (copied, checked against
+ *      the manifest again, index rebuilt, ballot rewritten: new copy id, the
+ *      new storage id, leader=none); a failure removes them all and leaves
+ *      the old copies as they were;
+ *   3. each is swapped in: shards/<dir> -> shards/.replaced-<dir>, then
+ *      shards/.new-<dir> -> shards/<dir>;
+ *   4. the new storage-id is written, then run-state: stopped,
+ *      restored_from=<point>; only then are the .replaced- copies removed.
+ * A crash leaves .new- (the broker removes it) or .replaced- directories:
+ * felix_rp_settle_leftovers (run by the broker at start and by restore)
+ * removes a .replaced- copy whose restored copy is in place and renames it
+ * back otherwise. Either way run-state is gone, so the storage id rotates.
  * A copy restored this way is a stranger to the control plane (a storage id
  * it never registered, copy ids it never saw): it is measured before it is
  * trusted, and `placement abandon` can pick it (DESIGN.md §4.4, §4.9).
@@ -79,6 +85,59 @@ static void verify_file(int dirfd, const char *dir_path, const felix_rp_file *f,
   else if (crc != f->crc32) mismatch(p, what, "crc32", "CRC-32 %08x, the manifest says %08x", crc, f->crc32);
 }
 
+static int cmp_files_by_base(const void *a, const void *b) {
+  uint64_t x = 0, y = 0;
+  felix_seg_parse_name(((const felix_rp_file *const *)a)[0]->name, ".log", &x);
+  felix_seg_parse_name(((const felix_rp_file *const *)b)[0]->name, ".log", &y);
+  return x < y ? -1 : x > y;
+}
+
+/* Scans one segment of the point: intact records from `expect` on. */
+static bool segment_ok(int fd, const char *dir_path, const felix_rp_file *f, uint64_t *expect, felix_rp_mismatches *p) {
+  char what[4400];
+  uint64_t base = 0;
+  felix_seg_parse_name(f->name, ".log", &base);
+  snprintf(what, sizeof what, "%.4300s/%s", dir_path, f->name);
+  if (base != *expect) {
+    mismatch(p, what, "structure", "starts at offset %" PRIu64 ", the shard's records so far end at %" PRIu64, base, *expect);
+    return false;
+  }
+  int sfd = openat(fd, f->name, O_RDONLY | O_CLOEXEC);
+  felix_scan_opts so = {.start_position = FELIX_SEG_HEADER_LEN, .start_offset = base, .index_spacing = FELIX_DEFAULT_INDEX_SPACING,
+                        .check_base = true, .expect_base = base};
+  felix_seg_scan sc;
+  felix_err e;
+  bool ok = sfd >= 0 && felix_seg_scan_fd(sfd, what, &so, &sc, &e) == FELIX_OK;
+  if (sfd >= 0) close(sfd);
+  if (!ok) return mismatch(p, what, "unreadable", "cannot scan it"), false;
+  if (sc.has_problem) mismatch(p, what, "structure", "byte %" PRIu64 ": %s", sc.problem.position, sc.problem.kind);
+  *expect = sc.next_offset;
+  ok = !sc.has_problem;
+  felix_seg_scan_free(&sc);
+  return ok;
+}
+
+/* The manifest's shape holds: a ballot, contiguous intact segments from
+ * start_offset to end_offset. (Sizes and CRCs matched already.) */
+static void verify_structure(int fd, const char *dir_path, const felix_rp_shard *s, felix_rp_mismatches *p) {
+  const felix_rp_file *segs[4096];
+  size_t n = 0;
+  bool ballot = false;
+  for (size_t i = 0; i < s->nfiles; i++) {
+    uint64_t b;
+    if (!strcmp(s->files[i].name, "ballot")) ballot = true;
+    else if (felix_seg_parse_name(s->files[i].name, ".log", &b) && n < 4096) segs[n++] = &s->files[i];
+  }
+  if (!ballot) mismatch(p, dir_path, "structure", "the manifest lists no ballot for this shard");
+  if (n == 0) mismatch(p, dir_path, "structure", "the manifest lists no segment for this shard");
+  qsort(segs, n, sizeof *segs, cmp_files_by_base);
+  uint64_t expect = s->start_offset;
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; i++) ok = segment_ok(fd, dir_path, segs[i], &expect, p);
+  if (ok && n && expect != s->end_offset)
+    mismatch(p, dir_path, "structure", "its records end at offset %" PRIu64 ", the manifest says %" PRIu64, expect, s->end_offset);
+}
+
 static void verify_shard(const char *path, const felix_rp_shard *s, felix_rp_mismatches *p,
                          felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total) {
   char dir_path[4400];
@@ -88,7 +147,9 @@ static void verify_shard(const char *path, const felix_rp_shard *s, felix_rp_mis
     mismatch(p, dir_path, "missing", "the manifest lists this shard directory");
     return;
   }
+  size_t before = p->count;
   for (size_t i = 0; i < s->nfiles; i++) verify_file(fd, dir_path, &s->files[i], p, progress, ctx, done, total);
+  if (p->count == before) verify_structure(fd, dir_path, s, p);
   DIR *d = fdopendir(fd);
   struct dirent *de;
   while (d && (de = readdir(d)) != NULL) {
@@ -129,6 +190,7 @@ typedef struct restore_ctx {
   char new_sid[33];
   uint64_t done, total;
   uint32_t index_spacing;
+  char from_abs[1024]; /* what run-state's restored_from records */
 } restore_ctx;
 
 static felix_status random_hex(char out[33], felix_err *err) {
@@ -225,27 +287,67 @@ static felix_status build_shard(restore_ctx *c, const felix_rp_shard *s, const c
   return st;
 }
 
-/* Builds shards/.new-<dir>, then swaps it in for shards/<dir>. */
-static felix_status restore_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
-  char stage[320], old[320], p[4400];
-  snprintf(stage, sizeof stage, ".new-%s", s->dir);
-  snprintf(old, sizeof old, ".deleting-%s", s->dir);
+static void stage_name(char *out, size_t cap, const char *prefix, const felix_rp_shard *s) {
+  snprintf(out, cap, "%s%s", prefix, s->dir);
+}
+
+/* Builds shards/.new-<dir>; on failure removes it. */
+static felix_status stage_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
+  char stage[320], p[4400];
+  stage_name(stage, sizeof stage, ".new-", s);
   snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, stage);
   felix_status st = felix_rp_remove_tree(p, err);
   if (!st) st = build_shard(c, s, stage, err);
   if (st) {
     felix_err ignored;
     felix_rp_remove_tree(p, &ignored);
-    return st;
   }
-  snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, old);
-  st = felix_rp_remove_tree(p, err);
-  if (!st && renameat(c->shards_fd, s->dir, c->shards_fd, old) != 0 && errno != ENOENT)
-    st = felix_fail_errno(err, FELIX_E_IO, errno, "move the copy being replaced aside: %s/shards/%s", c->o->data_dir, s->dir);
-  if (!st && renameat(c->shards_fd, stage, c->shards_fd, s->dir) != 0)
-    st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s/shards/%s into place", c->o->data_dir, stage);
-  if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
-  if (!st) st = felix_rp_remove_tree(p, err);
+  return st;
+}
+
+/* shards/<dir> (if any) becomes shards/.replaced-<dir>, shards/.new-<dir>
+ * becomes shards/<dir>. A crash between the two renames leaves .replaced-
+ * without its copy: felix_rp_settle_leftovers puts it back. */
+static felix_status swap_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
+  char stage[320], old[320];
+  stage_name(stage, sizeof stage, ".new-", s);
+  stage_name(old, sizeof old, ".replaced-", s);
+  if (renameat(c->shards_fd, s->dir, c->shards_fd, old) != 0 && errno != ENOENT)
+    return felix_fail_errno(err, FELIX_E_IO, errno, "move the copy being replaced aside: %s/shards/%s", c->o->data_dir, s->dir);
+  if (renameat(c->shards_fd, stage, c->shards_fd, s->dir) != 0)
+    return felix_fail_errno(err, FELIX_E_IO, errno, "rename %s/shards/%s into place", c->o->data_dir, stage);
+  return FELIX_OK;
+}
+
+static void remove_prefixed(restore_ctx *c, const felix_rp_manifest *m, const char *prefix) {
+  for (size_t i = 0; i < m->nshards; i++) {
+    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
+    char name[320], p[4400];
+    felix_err ignored;
+    stage_name(name, sizeof name, prefix, &m->shards[i]);
+    snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, name);
+    felix_rp_remove_tree(p, &ignored);
+  }
+}
+
+felix_status felix_rp_settle_leftovers(const char *shards_dir, felix_err *err) {
+  DIR *d = opendir(shards_dir);
+  if (!d) return errno == ENOENT ? FELIX_OK : felix_fail_errno(err, FELIX_E_IO, errno, "open %s", shards_dir);
+  felix_status st = FELIX_OK;
+  struct dirent *de;
+  int fd = dirfd(d);
+  while (!st && (de = readdir(d)) != NULL) {
+    if (strncmp(de->d_name, ".replaced-", 10)) continue;
+    const char *copy = de->d_name + 10;
+    char p[4400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%.4000s/%.300s", shards_dir, de->d_name);
+    if (fstatat(fd, copy, &sb, AT_SYMLINK_NOFOLLOW) == 0) st = felix_rp_remove_tree(p, err); /* the restore put its copy in */
+    else if (renameat(fd, de->d_name, fd, copy) != 0) /* it stopped between the renames: the old copy goes back */
+      st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s back to %s", p, copy);
+  }
+  if (!st && fsync(fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", shards_dir);
+  closedir(d);
   return st;
 }
 
@@ -276,7 +378,7 @@ static felix_status write_identity(restore_ctx *c, felix_rp_restore_result *res,
   felix_err ignored;
   rs.has_boot_id = felix_boot_id_read(rs.boot_id, rs.boot_id_source, &ignored) == FELIX_OK;
   felix_format_rfc3339(rs.since, time(NULL));
-  if (!realpath(c->o->from, rs.restored_from)) snprintf(rs.restored_from, sizeof rs.restored_from, "%s", c->o->from);
+  snprintf(rs.restored_from, sizeof rs.restored_from, "%s", c->from_abs);
   return felix_run_state_write(c->dirfd, c->o->data_dir, &rs, err);
 }
 
@@ -285,7 +387,10 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   felix_storage_id prev;
   if (felix_storage_id_load(c->dirfd, c->o->data_dir, &prev, err) == FELIX_OK)
     snprintf(res->previous_storage_id, sizeof res->previous_storage_id, "%s", prev.hex);
-  felix_status st = check_room(c->o->data_dir, c->total, err);
+  char shards[4200];
+  snprintf(shards, sizeof shards, "%.4100s/shards", c->o->data_dir);
+  felix_status st = felix_rp_settle_leftovers(shards, err); /* an earlier restore that stopped midway */
+  if (!st) st = check_room(c->o->data_dir, c->total, err);
   if (!st) st = random_hex(c->new_sid, err);
   if (st) return st;
   char what[4400];
@@ -297,12 +402,21 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   if (!st && mkdirat(c->dirfd, "shards", 0755) != 0 && errno != EEXIST)
     st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s/shards", c->o->data_dir);
   if (!st) st = felix_open_dir(c->dirfd, "shards", &c->shards_fd, err);
+  /* every copy is built before any is replaced: a failure leaves the old ones */
+  for (size_t i = 0; i < m->nshards && !st; i++)
+    if (felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) st = stage_shard(c, &m->shards[i], err);
+  if (st) {
+    remove_prefixed(c, m, ".new-");
+    return st;
+  }
   for (size_t i = 0; i < m->nshards && !st; i++) {
     if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
-    st = restore_shard(c, &m->shards[i], err);
+    st = swap_shard(c, &m->shards[i], err);
     res->shards++, res->files += m->shards[i].nfiles;
   }
+  if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
   if (!st) st = write_identity(c, res, err);
+  if (!st) remove_prefixed(c, m, ".replaced-"); /* only once the new identity is on disk */
   res->bytes = c->done;
   return st;
 }
@@ -318,6 +432,14 @@ felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest 
                     o->from, bad->count, bad->count == 1 ? "" : "s", bad->items[0].file, bad->items[0].kind);
   if (st) return st;
   restore_ctx c = {.o = o, .dirfd = -1, .shards_fd = -1, .total = selected_bytes(m, &o->select)};
+  char *from_abs = realpath(o->from, NULL);
+  if (!from_abs) return felix_fail_errno(err, FELIX_E_IO, errno, "--from %s", o->from);
+  size_t flen = strlen(from_abs);
+  if (flen < sizeof c.from_abs) memcpy(c.from_abs, from_abs, flen + 1);
+  free(from_abs);
+  if (flen >= sizeof c.from_abs)
+    return felix_fail(err, FELIX_E_INVAL, "--from: its absolute path has %zu characters, more than the %zu run-state can record (%.200s...)",
+                      flen, sizeof c.from_abs - 1, o->from);
   felix_log_config lc;
   st = felix_log_config_from_env(&lc, err);
   if (st) return st;

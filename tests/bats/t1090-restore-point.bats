@@ -64,7 +64,7 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   make_dir d
   mkdir pts
   rp create --data-dir d --to pts/a >/dev/null
-  mkdir -p pts/b/shards/leftover && : >pts/b/.manifest.json.tmp
+  mkdir -p pts/b/shards/leftover && : >pts/b/.manifest.json.tmp && : >pts/b/.felix-restore-point
   run -0 --separate-stderr rp list --from pts
   assert_line --index 0 --regexp '^PATH +CREATED +BROKER +STORAGE-ID +SHARDS +BYTES$'
   assert_line --index 1 --regexp "^pts/a +[0-9T:Z-]+ +- +$(cat d/storage-id) +3 +[0-9]+$"
@@ -94,12 +94,22 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   assert_output --partial "is not empty and is not an interrupted restore point"
   run -2 rp create --data-dir d --to d/inside
   assert_output --partial "lies inside --data-dir"
+  mkdir outer && mv d outer/d && before=$(snapshot outer)
+  run -2 rp create --data-dir outer/d --to outer
+  assert_output --partial "--data-dir outer/d lies inside --to outer"
+  run -3 rp create --data-dir outer/d/shards --to outer/d
+  [ "$before" = "$(snapshot outer)" ] || fail "create changed the directory holding the data"
+  [ "$before" = "$(snapshot outer)" ] || fail "create changed the directory holding the data"
+  mkdir -p lookalike/shards/x
+  run -4 rp create --data-dir outer/d --to lookalike # a shards/ without the marker is not a create's
+  assert_output --partial "is not empty and is not an interrupted restore point"
+  [ -d lookalike/shards/x ]
   run -3 rp create --data-dir nosuch --to x
   assert_output --partial "--data-dir nosuch does not exist"
   mkdir empty
   run -3 rp create --data-dir empty --to y
   assert_output --partial "not a data directory"
-  run -3 rp create --data-dir d --to no/parent/here
+  run -3 rp create --data-dir outer/d --to no/parent/here
   assert_output --partial "its parent must exist"
 }
 

@@ -331,38 +331,59 @@ static void restore_refuses_a_locked_directory(void **s) {
   free(d);
 }
 
-static const char *good_manifest =
-    "{\"format\":\"felix-restore-point\",\"version\":1,\"created_at\":\"2026-12-01T00:00:00Z\","
-    "\"created_at_micros\":1,\"source\":{\"data_dir\":\"/d\",\"broker_id\":\"b1\",\"storage_id\":\"%s\"},"
-    "\"shards\":[{\"dir\":\"%s\",\"stream\":\"orders\",\"shard\":0,\"stream_uuid\":\"" UUID "\","
-    "\"start_offset\":0,\"end_offset\":2,\"ballot_generation\":1,\"generations\":[{\"generation\":1,\"start_offset\":0}],"
-    "\"files\":[{\"name\":\"%s\",\"size\":10,\"crc32\":5}]}]}";
+/* A manifest of one shard with one segment, as create would write it. */
+static char *sample_manifest_text(void) {
+  felix_rp_file f = {.name = "00000000000000000000.log", .size = 10, .crc32 = 5};
+  felix_generation g = {1, 0};
+  felix_rp_shard sh = {.dir = SHARD_DIR, .stream = "orders", .shard = 0, .stream_uuid = UUID, .end_offset = 2,
+                       .ballot_generation = 1, .gens = {&g, 1}, .files = &f, .nfiles = 1};
+  felix_rp_manifest m = {.version = 1, .created_at = "2026-12-01T00:00:00Z", .created_at_micros = 1,
+                         .source_data_dir = "/d", .broker_id = "b1", .storage_id = "00000000000000000000000000000001",
+                         .shards = &sh, .nshards = 1};
+  return felix_rp_manifest_encode(&m);
+}
 
-static felix_status parse_with(const char *dir, const char *file, felix_rp_manifest *m, felix_err *err) {
-  char buf[2048];
-  snprintf(buf, sizeof buf, good_manifest, "00000000000000000000000000000001", dir, file);
-  return felix_rp_manifest_parse(buf, strlen(buf), "m.json", m, err);
+/* text with the first `from` replaced by `to` (malloc'd) */
+static char *replaced(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  assert_non_null(at);
+  char *out = malloc(strlen(text) + strlen(to) + 1);
+  sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  return out;
+}
+
+static felix_status parse_text(const char *text, felix_rp_manifest *m, felix_err *err) {
+  return felix_rp_manifest_parse(text, strlen(text), "m.json", m, err);
+}
+
+static void expect_corrupt(const char *text, const char *from, const char *to, const char *says) {
+  felix_rp_manifest m;
+  felix_err err;
+  char *t = replaced(text, from, to);
+  assert_int_equal(parse_text(t, &m, &err), FELIX_E_CORRUPT);
+  if (!strstr(err.msg, says)) fail_msg("'%s' does not say '%s'", err.msg, says);
+  free(t);
 }
 
 static void manifest_round_trips_and_refuses_escaping_names(void **s) {
   (void)s;
-  felix_rp_manifest m, back;
+  char *text = sample_manifest_text();
+  felix_rp_manifest m;
   felix_err err;
-  assert_int_equal(parse_with(SHARD_DIR, "00000000000000000000.log", &m, &err), FELIX_OK);
+  assert_int_equal(parse_text(text, &m, &err), FELIX_OK);
   assert_string_equal(m.broker_id, "b1");
-  char *text = felix_rp_manifest_encode(&m);
-  assert_int_equal(felix_rp_manifest_parse(text, strlen(text), "again", &back, &err), FELIX_OK);
-  assert_int_equal(back.shards[0].files[0].size, 10);
-  assert_int_equal(back.shards[0].files[0].crc32, 5);
+  assert_int_equal(m.shards[0].files[0].size, 10);
+  assert_int_equal(m.shards[0].files[0].crc32, 5);
+  felix_rp_manifest_free(&m);
+  /* names that could leave the restore point, checked before anything else */
+  expect_corrupt(text, "\"" SHARD_DIR "\"", "\"../" SHARD_DIR "\"", "shards[0]: expected a dir named by");
+  expect_corrupt(text, "\"00000000000000000000.log\"", "\"../../../etc/passwd\"", "shards[0].files[0].name");
+  expect_corrupt(text, "\"stream\":\t\"orders\"", "\"stream\":\t\"a/../../x\"", "shards[0].stream: expected a stream name");
+  expect_corrupt(text, "\"" SHARD_DIR "\"", "\"other_0-b54cda2600004000\"", "shards[0]: expected a dir named by");
+  /* an edit the names allow is caught by the digest */
+  expect_corrupt(text, "\"size\":\t10", "\"size\":\t11", "digest");
+  expect_corrupt(text, "\"end_offset\":\t2", "\"end_offset\":\t3", "does not match its content");
   free(text);
-  felix_rp_manifest_free(&back);
-  felix_rp_manifest_free(&m);
-  assert_int_equal(parse_with("../" SHARD_DIR, "00000000000000000000.log", &m, &err), FELIX_E_CORRUPT);
-  assert_int_equal(parse_with(SHARD_DIR, "../../../etc/passwd", &m, &err), FELIX_E_CORRUPT);
-  assert_non_null(strstr(err.msg, "shards[0].files[0].name"));
-  assert_int_equal(parse_with(SHARD_DIR, "ballot", &m, &err), FELIX_OK);
-  felix_rp_manifest_free(&m);
-  assert_int_equal(parse_with("other_0-b54cda2600004000", "ballot", &m, &err), FELIX_E_CORRUPT); /* dir disagrees */
 }
 
 static void manifest_names_the_byte_and_the_version(void **s) {
@@ -394,6 +415,98 @@ static void run_state_keeps_broker_id_and_restored_from(void **s) {
   assert_non_null(strstr(err.msg, "broker_id"));
 }
 
+static void leftovers_of_a_stopped_restore_are_settled(void **s) {
+  (void)s;
+  char *d = make_data_dir(3), p[4400], q[4400];
+  felix_err err;
+  /* stopped between the two renames: the old copy is only under .replaced- */
+  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR, d);
+  snprintf(q, sizeof q, "%s/shards/.replaced-" SHARD_DIR, d);
+  assert_int_equal(rename(p, q), 0);
+  snprintf(p, sizeof p, "%s/shards", d);
+  assert_int_equal(felix_rp_settle_leftovers(p, &err), FELIX_OK);
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR "/ballot", d);
+  assert_int_equal(stat(p, &sb), 0); /* back in place */
+  assert_int_not_equal(stat(q, &sb), 0);
+  /* stopped after the swap: the restored copy is in place, the old one goes */
+  assert_int_equal(mkdir(q, 0755), 0);
+  snprintf(p, sizeof p, "%s/shards", d);
+  assert_int_equal(felix_rp_settle_leftovers(p, &err), FELIX_OK);
+  assert_int_not_equal(stat(q, &sb), 0);
+  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR "/ballot", d);
+  assert_int_equal(stat(p, &sb), 0);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void verify_checks_the_shape_a_manifest_describes(void **s) {
+  (void)s;
+  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], path[4400];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  /* a writer that forgot the newest segment: consistent digest, short shard */
+  felix_rp_shard *sh = &m.shards[0];
+  size_t last = 0;
+  for (size_t i = 0; i < sh->nfiles; i++)
+    if (strstr(sh->files[i].name, ".log")) last = i;
+  snprintf(path, sizeof path, "%s/shards/" SHARD_DIR "/%s", to, sh->files[last].name);
+  assert_int_equal(unlink(path), 0);
+  memmove(&sh->files[last], &sh->files[last + 1], (sh->nfiles - last - 1) * sizeof *sh->files);
+  sh->nfiles--;
+  char *text = felix_rp_manifest_encode(&m);
+  int dfd;
+  assert_int_equal(felix_open_dir(AT_FDCWD, to, &dfd, &err), FELIX_OK);
+  assert_int_equal(felix_write_file_atomic(dfd, FELIX_RP_MANIFEST, text, strlen(text), "m", &err), FELIX_OK);
+  close(dfd);
+  free(text);
+  felix_rp_mismatches bad;
+  assert_int_equal(felix_rp_verify(to, &m, NULL, &bad, NULL, NULL, &err), FELIX_OK);
+  assert_int_equal(bad.count, 1);
+  assert_string_equal(bad.items[0].kind, "structure");
+  assert_non_null(strstr(bad.items[0].detail, "the manifest says 40"));
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void a_from_path_run_state_cannot_record_is_refused_first(void **s) {
+  (void)s;
+  char *d = make_data_dir(3), *t = tu_mkdtemp(), deep[4096];
+  tu_track(t);
+  int n = snprintf(deep, sizeof deep, "%s", t);
+  for (int i = 0; i < 12; i++) {
+    n += snprintf(deep + n, sizeof deep - (size_t)n, "/%0100d", i);
+    assert_int_equal(mkdir(deep, 0755), 0);
+  }
+  snprintf(deep + n, sizeof deep - (size_t)n, "/point");
+  felix_rp_manifest m, m2;
+  felix_err err;
+  assert_int_equal(create_point(d, deep, &m, &err), FELIX_OK);
+  char *sid_before = read_text(d, "storage-id");
+  felix_rp_restore_opts o = {.from = deep, .data_dir = d};
+  felix_rp_mismatches bad;
+  felix_rp_restore_result res;
+  assert_int_equal(felix_rp_restore(&o, &m2, &bad, &res, &err), FELIX_E_INVAL);
+  if (!strstr(err.msg, "more than the 1023 run-state can record")) fail_msg("%s", err.msg);
+  char *sid_after = read_text(d, "storage-id"), *rs = read_text(d, "run-state");
+  assert_string_equal(sid_before, sid_after);
+  free(sid_before), free(sid_after), free(rs);
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m2);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
 static int teardown(void **s) {
   (void)s;
   tu_remove_tracked();
@@ -412,6 +525,9 @@ int main(void) {
       cmocka_unit_test(manifest_round_trips_and_refuses_escaping_names),
       cmocka_unit_test(manifest_names_the_byte_and_the_version),
       cmocka_unit_test(run_state_keeps_broker_id_and_restored_from),
+      cmocka_unit_test(leftovers_of_a_stopped_restore_are_settled),
+      cmocka_unit_test(verify_checks_the_shape_a_manifest_describes),
+      cmocka_unit_test(a_from_path_run_state_cannot_record_is_refused_first),
   };
   return cmocka_run_group_tests_name("restorepoint", tests, NULL, teardown);
 }

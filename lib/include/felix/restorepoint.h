@@ -2,6 +2,8 @@
  * logs (felix-broker restore-point, DESIGN.md §4.9, docs/durable-storage.md).
  *
  * A restore point is a directory:
+ *   .felix-restore-point          empty, written first: only a directory
+ *                                 with it may be cleared as an interrupted create
  *   manifest.json                 written last, atomically: the point is
  *                                 complete exactly when this file exists
  *   shards/<shard dir>/<file>     segments (.log), ballot, generations, stream
@@ -20,6 +22,7 @@
 
 #define FELIX_RP_VERSION 1
 #define FELIX_RP_MANIFEST "manifest.json"
+#define FELIX_RP_MARKER ".felix-restore-point" /* written first: the directory is a create's */
 
 typedef struct felix_rp_file {
   char name[64];     /* a segment name, "ballot", "generations" or "stream" */
@@ -57,11 +60,14 @@ uint64_t felix_rp_manifest_bytes(const felix_rp_manifest *m);
 size_t felix_rp_manifest_files(const felix_rp_manifest *m);
 void felix_rp_manifest_free(felix_rp_manifest *m);
 
-/* JSON text of a manifest (malloc'd). */
+/* CRC-32 over a canonical text of every field of m (the manifest's "digest"). */
+uint32_t felix_rp_manifest_digest(const felix_rp_manifest *m);
+/* JSON text of a manifest (malloc'd), with its digest. */
 char *felix_rp_manifest_encode(const felix_rp_manifest *m);
 /* Parses manifest text; errors name `what` and the byte position. A version
  * other than FELIX_RP_VERSION is FELIX_E_IO (a clear failure, not damage);
- * any name that could leave the restore point is FELIX_E_CORRUPT. */
+ * any name that could leave the restore point, and a digest that does not
+ * match the content, are FELIX_E_CORRUPT. */
 felix_status felix_rp_manifest_parse(const char *buf, size_t len, const char *what, felix_rp_manifest *out,
                                      felix_err *err);
 /* Reads PATH/manifest.json; FELIX_E_NOTFOUND when the point is incomplete. */
@@ -136,6 +142,11 @@ typedef struct felix_rp_restore_result {
  * verification is FELIX_E_CORRUPT and the directory is left as it was. */
 felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
                               felix_rp_restore_result *res, felix_err *err);
+
+/* After a restore that stopped midway: in shards_dir, removes each
+ * .replaced-<dir> whose <dir> is in place and renames it back to <dir>
+ * otherwise. The broker runs it at start, before it lists its copies. */
+felix_status felix_rp_settle_leftovers(const char *shards_dir, felix_err *err);
 
 /* Internal helpers shared by the rp_*.c files. */
 /* Copies (or, when link_ok and the file systems allow, hard-links) from_dirfd/name

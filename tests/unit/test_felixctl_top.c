@@ -1,0 +1,112 @@
+/* test_felixctl_top.c — the content of `felixctl top` (felixctl/top_model.c):
+ * the order and filter of shards and the text of every line, without a
+ * terminal. The control-plane client is stubbed: these tests fetch nothing. */
+#include "testutil.h"
+
+#include "../../felixctl/parse.c"
+#include "../../felixctl/top_model.c"
+
+/* Stubs of the parts of felixctl that top_model.c calls but these tests do not reach. */
+int ctl_http(const ctl_opts *o, const char *method, const char *path, const char *body, ctl_reply *out) {
+  (void)o, (void)method, (void)path, (void)body;
+  memset(out, 0, sizeof *out);
+  return FELIX_EXIT_UNREACHABLE;
+}
+void ctl_reply_free(ctl_reply *r) { memset(r, 0, sizeof *r); }
+void ctl_error_capture(char *buf, size_t cap) { (void)buf, (void)cap; }
+int ctl_shard_path(const char *stream, uint32_t shard, const char *suffix, char *path, size_t cap) {
+  snprintf(path, cap, "/v1/shards/%s/%u%s", stream, shard, suffix);
+  return 0;
+}
+
+static const char *shards_json =
+    "[{\"stream\":\"r\",\"shard\":0,\"generation\":2,\"state\":\"Active\",\"leader\":\"b1\",\"hwm\":15,"
+    "  \"replicas\":[{\"broker\":\"b1\",\"confirmed\":15,\"storage_id\":\"aa\",\"registered_storage_id\":\"aa\"},"
+    "               {\"broker\":\"b2\",\"confirmed\":10,\"storage_id\":\"bb\",\"registered_storage_id\":\"cc\"},"
+    "               {\"broker\":\"b3\",\"confirmed\":15,\"storage_id\":\"dd\",\"registered_storage_id\":\"dd\"}]},"
+    " {\"stream\":\"r\",\"shard\":1,\"generation\":1,\"state\":\"NoCaughtUpReplica\",\"leader\":null,\"hwm\":7,\"replicas\":[]},"
+    " {\"stream\":\"a\",\"shard\":0,\"generation\":4,\"state\":\"Fencing\",\"leader\":\"b2\",\"hwm\":0,\"replicas\":[]},"
+    " {\"stream\":\"b\",\"shard\":0,\"generation\":1,\"state\":\"Active\",\"leader\":\"b3\",\"hwm\":3,\"replicas\":[]}]";
+
+static void stuck_and_fencing_shards_come_first(void **s) {
+  (void)s;
+  cJSON *shards = cJSON_Parse(shards_json);
+  const cJSON *order[8];
+  char name[64];
+  assert_int_equal(top_shard_order(shards, "", order, 8), 4);
+  assert_string_equal(top_shard_name(order[0], name, sizeof name), "r/1");
+  assert_string_equal(top_shard_name(order[1], name, sizeof name), "a/0");
+  assert_string_equal(top_shard_name(order[2], name, sizeof name), "b/0");
+  assert_string_equal(top_shard_name(order[3], name, sizeof name), "r/0");
+  assert_int_equal(top_shard_urgency(order[0]), 0);
+  assert_int_equal(top_shard_urgency(order[1]), 1);
+  /* the filter matches anywhere in the shard's line */
+  assert_int_equal(top_shard_order(shards, "b/0", order, 8), 1);
+  assert_int_equal(top_shard_order(shards, "Fencing", order, 8), 1);
+  assert_int_equal(top_shard_order(shards, "nothing", order, 8), 0);
+  assert_int_equal(top_shard_order(shards, "", order, 2), 2); /* bounded by cap */
+  cJSON_Delete(shards);
+}
+
+static void a_follower_line_shows_cursor_lag_and_a_changed_id(void **s) {
+  (void)s;
+  cJSON *shards = cJSON_Parse(shards_json);
+  char line[256];
+  top_shard_line(cJSON_GetArrayItem(shards, 0), line, sizeof line, 200);
+  assert_non_null(strstr(line, "r/0 "));
+  assert_non_null(strstr(line, " b2 10/-5!")); /* measured under bb, registered cc */
+  assert_non_null(strstr(line, " b3 15/-0"));
+  assert_null(strstr(line, " b3 15/-0!"));
+  assert_null(strstr(line, " b1 15")); /* the leader is not a follower */
+  top_shard_line(cJSON_GetArrayItem(shards, 0), line, sizeof line, 20);
+  assert_int_equal(strlen(line), 20); /* cut to the width, never wrapped */
+  top_replica_line(cJSON_GetArrayItem(shards, 0), cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(shards, 0), "replicas"), 1),
+                   line, sizeof line, 200);
+  assert_non_null(strstr(line, "follower"));
+  assert_non_null(strstr(line, "bb            ! cc")); /* measured-under, the mark, registered */
+  cJSON_Delete(shards);
+}
+
+static void broker_event_and_header_lines(void **s) {
+  (void)s;
+  cJSON *b = cJSON_Parse("{\"id\":\"b1\",\"storage_id\":\"4f0c1a2b3c4d5e6f\",\"incarnation\":\"9e3f0000000000000000000000000000.7\","
+                         "\"alive\":false,\"fsync_mode\":\"periodic\",\"lease_age_ms\":412}");
+  char line[256];
+  top_broker_line(b, line, sizeof line, 80);
+  assert_non_null(strstr(line, "b1 "));
+  assert_non_null(strstr(line, "4f0c1a2b3c "));
+  assert_non_null(strstr(line, "00000000000000.7")); /* the end of the incarnation tells them apart */
+  assert_non_null(strstr(line, " NO "));
+  assert_non_null(strstr(line, "412 ms"));
+  cJSON_Delete(b);
+  cJSON *e = cJSON_Parse("{\"ts\":\"2026-11-29T21:00:02Z\",\"message\":\"generation 1 issued to b1\"}");
+  top_event_line(e, line, sizeof line, 80);
+  assert_string_equal(line, "21:00:02 generation 1 issued to b1");
+  cJSON_Delete(e);
+  top_snapshot snap = {.cluster = cJSON_Parse("{\"brokers\":{\"total\":3,\"alive\":2},\"shards\":{\"total\":4,"
+                                              "\"NoCaughtUpReplica\":1,\"Fencing\":1}}")};
+  ctl_opts o = {.control_plane = "http://127.0.0.1:7070"};
+  top_header_line(&o, &snap, line, sizeof line, 80);
+  assert_string_equal(line, "top 127.0.0.1:7070  brokers 2/3  shards 4: NoCaughtUpReplica 1  Fencing 1");
+  top_snapshot_free(&snap);
+}
+
+static void a_failed_fetch_leaves_nothing_behind(void **s) {
+  (void)s;
+  top_snapshot snap;
+  char err[128];
+  ctl_opts o = {.control_plane = "http://127.0.0.1:1"};
+  assert_int_equal(top_fetch(&o, "r/0", &snap, err, sizeof err), FELIX_EXIT_UNREACHABLE);
+  assert_null(snap.cluster);
+  assert_null(snap.shards);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(stuck_and_fencing_shards_come_first),
+      cmocka_unit_test(a_follower_line_shows_cursor_lag_and_a_changed_id),
+      cmocka_unit_test(broker_event_and_header_lines),
+      cmocka_unit_test(a_failed_fetch_leaves_nothing_behind),
+  };
+  return cmocka_run_group_tests_name("felixctl_top", tests, NULL, NULL);
+}
