@@ -1,9 +1,28 @@
 # bash completion for felixctl(1)                           -*- shell-script -*-
 #
 # Commands and subcommands, global options anywhere, each command's options,
-# and the values of -o, --acks, --state and completion. Install with
+# the values of -o, --acks, --state and completion, and stream names, shards
+# (STREAM/N) and broker ids asked from the control plane (with the
+# --control-plane and --token-file of the line, or the environment; nothing
+# is offered when it cannot be reached within a second). Install with
 #   felixctl completion bash > /etc/bash_completion.d/felixctl
 # or eval "$(felixctl completion bash)" in ~/.bashrc.
+
+# _felixctl_live streams|shards|brokers — names from the control plane.
+_felixctl_live() {
+    local -a pass=()
+    local i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case ${COMP_WORDS[i]} in
+        --control-plane | --token-file) pass+=("${COMP_WORDS[i]}" "${COMP_WORDS[i + 1]}") ;;
+        esac
+    done
+    case $1 in
+    streams) "${COMP_WORDS[0]}" "${pass[@]}" --timeout-ms 1000 stream list 2>/dev/null | awk 'NR > 1 { print $1 }' ;;
+    shards) "${COMP_WORDS[0]}" "${pass[@]}" --timeout-ms 1000 shard list 2>/dev/null | awk 'NR > 1 { print $1 "/" $2 }' ;;
+    brokers) "${COMP_WORDS[0]}" "${pass[@]}" --timeout-ms 1000 broker list 2>/dev/null | awk 'NR > 1 { print $1 }' ;;
+    esac
+}
 
 _felixctl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=
@@ -21,7 +40,7 @@ _felixctl() {
     esac
 
     # The command words, skipping options and their values.
-    local group="" verb="" i w
+    local group="" verb="" arg="" i w
     for ((i = 1; i < COMP_CWORD; i++)); do
         w=${COMP_WORDS[i]}
         if [[ $w == -* ]]; then
@@ -30,12 +49,14 @@ _felixctl() {
             group=$w
         elif [[ -z $verb ]]; then
             verb=$w
+        elif [[ -z $arg ]]; then
+            arg=$w
         fi
     done
 
     local subs="" opts=""
     case $group in
-    "") subs="cluster broker stream shard placement produce consume completion version" ;;
+    "") subs="cluster broker stream shard placement produce consume top completion version" ;;
     cluster) subs="status" ;;
     broker) subs="list describe" ;;
     stream) subs="create list describe delete adopt" ;;
@@ -53,10 +74,21 @@ _felixctl() {
     "placement abandon") opts="--dry-run --yes --expect-generation --expect-copy --expect-digest --above-generation" ;;
     esac
 
+    # The one positional argument of these commands, once the words are in.
+    local live=""
+    [[ -z $arg ]] && case "$group $verb" in
+    "stream describe" | "stream delete") live=streams ;;
+    "shard describe" | "placement history" | "placement abandon") live=shards ;;
+    "broker describe") live=brokers ;;
+    esac
+    [[ ($group == produce || $group == consume) && -z $verb ]] && live=streams
+
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts $global_opts" -- "$cur"))
     elif [[ -n $subs && ( -z $group || -z $verb ) ]]; then
         COMPREPLY=($(compgen -W "$subs" -- "$cur"))
+    elif [[ -n $live ]]; then
+        COMPREPLY=($(compgen -W "$(_felixctl_live "$live")" -- "$cur"))
     else
         COMPREPLY=()
     fi

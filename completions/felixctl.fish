@@ -1,9 +1,30 @@
 # fish completion for felixctl(1): commands and subcommands, global options,
-# each command's options, and the values of -o, --acks, --state and
-# completion. Install with
+# each command's options, the values of -o, --acks, --state and completion,
+# and stream names, shards (STREAM/N) and broker ids asked from the control
+# plane (with the line's --control-plane and --token-file, or the
+# environment). Install with
 #   felixctl completion fish > ~/.config/fish/completions/felixctl.fish
 
-set -l commands cluster broker stream shard placement produce consume completion version
+set -l commands cluster broker stream shard placement produce consume top completion version
+
+# __felixctl_live streams|shards|brokers — names from the control plane.
+function __felixctl_live
+    set -l words (commandline -opc)
+    set -l pass
+    for i in (seq 1 (math (count $words) - 1))
+        if contains -- $words[$i] --control-plane --token-file
+            set pass $pass $words[$i] $words[(math $i + 1)]
+        end
+    end
+    switch $argv[1]
+        case streams
+            felixctl $pass --timeout-ms 1000 stream list 2>/dev/null | awk 'NR > 1 { print $1 }'
+        case shards
+            felixctl $pass --timeout-ms 1000 shard list 2>/dev/null | awk 'NR > 1 { print $1 "/" $2 }'
+        case brokers
+            felixctl $pass --timeout-ms 1000 broker list 2>/dev/null | awk 'NR > 1 { print $1 }'
+    end
+end
 
 complete -c felixctl -f
 complete -c felixctl -l control-plane -x -d 'Control plane base URL'
@@ -20,6 +41,7 @@ complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a shard -d 
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a placement -d "A shard's placement history, or abandon a stuck shard"
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a produce -d 'Publish stdin, one record per line'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a consume -d "Print a shard's records, one per line"
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a top -d 'Live view of brokers, shards and events'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a completion -d 'Print a shell completion script'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 
@@ -55,3 +77,9 @@ complete -c felixctl -n "__fish_seen_subcommand_from consume" -l shard -x -d 'Th
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l from -x -d 'First offset to read'
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l count -x -d 'Stop after N records'
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l follow -d 'Keep waiting for new records'
+
+# Names from the control plane for the commands' one argument.
+complete -c felixctl -n "__fish_seen_subcommand_from produce consume; and test (count (commandline -opc)) -le 2" -a '(__felixctl_live streams)' -d 'Stream'
+complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from describe delete" -a '(__felixctl_live streams)' -d 'Stream'
+complete -c felixctl -n "__fish_seen_subcommand_from shard placement; and __fish_seen_subcommand_from describe history abandon" -a '(__felixctl_live shards)' -d 'Shard'
+complete -c felixctl -n "__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from describe" -a '(__felixctl_live brokers)' -d 'Broker'

@@ -167,7 +167,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   mkdata d orders 0 1 --run-state running --fsync-mode on_commit --boot-id boot-other >/dev/null
   run -0 inspect --json run-state d
   assert_json
-  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_present", "current_boot_id", "fsync_mode", "last_run", "next_start", "pid", "since", "storage_id"]' ]
+  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_present", "broker_id", "current_boot_id", "fsync_mode", "last_run", "next_start", "pid", "restored_from", "since", "storage_id"]' ]
   [ "$(jget 'j["storage_id"]' <<<"$output")" = "$(cat d/storage-id)" ]
   [ "$(jget 'j["fsync_mode"]' <<<"$output")" = on_commit ]
   [ "$(jget 'j["boot_id"]' <<<"$output")" = boot-other ]

@@ -16,7 +16,7 @@ UNREACHABLE=http://127.0.0.1:1
 COMMANDS=(
   "cluster status" "broker list" "broker describe" "stream create" "stream list"
   "stream describe" "stream delete" "stream adopt" "shard list" "shard describe" "placement history" "placement abandon"
-  "produce" "consume" "completion" "version"
+  "produce" "consume" "top" "completion" "version"
 )
 
 eval "$(declare -f setup | sed '1s/^setup/helpers_setup/')"

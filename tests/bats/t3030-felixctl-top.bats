@@ -92,6 +92,20 @@ stuck_shard() {
   pane_lacks "^SHARD  *GEN" # the terminal is back to the shell's screen
 }
 
+@test "bash and fish complete stream names, shards and broker ids from the control plane" {
+  stuck_shard
+  comp() { bash -c "source '$REPO_ROOT/completions/felixctl.bash'; COMP_WORDS=($*); COMP_CWORD=\$((\${#COMP_WORDS[@]} - 1)); _felixctl; printf '%s\n' \"\${COMPREPLY[@]}\"" | sort | tr '\n' ' '; }
+  [ "$(comp "'$CTL'" shard describe "''")" = "r/0 r/1 " ]
+  [ "$(comp "'$CTL'" placement abandon "r/")" = "r/0 r/1 " ]
+  [ "$(comp "'$CTL'" produce "''")" = "r " ]
+  [ "$(comp "'$CTL'" broker describe "''")" = "b1 b2 " ]
+  [ "$(comp "'$CTL'" shard describe r/0 "''")" = " " ] # one argument only
+  [ "$(comp "'$CTL'" --control-plane http://127.0.0.1:1 shard describe "''")" = " " ] # unreachable: nothing
+  run -0 env PATH="$FELIX_BUILD:$PATH" fish --no-config -c "source '$REPO_ROOT/completions/felixctl.fish'; complete -C 'felixctl shard describe '"
+  assert_line --partial "r/0"
+  assert_line --partial "r/1"
+}
+
 @test "top says when the control plane is unreachable, keeps retrying, and Ctrl-C exits 0" {
   top_start
   wait_until 20 pane_has "control plane unreachable, retrying every second"
