@@ -128,6 +128,7 @@ install: all
 	install -m 755 $(BUILD)/felix-inspect $(BUILD)/felix-broker $(BUILD)/felixctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
 	install -m 644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	for p in felix-inspect felix-broker felixctl; do \
 	  install -m 644 completions/$$p.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$p && \

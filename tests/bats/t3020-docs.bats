@@ -183,3 +183,23 @@ setup() {
     done
   done
 }
+
+@test "felix.7 explains storage ids, run-state, fsync modes, failover and the ways out of NoCaughtUpReplica" {
+  [ -f "$MAN_DIR/felix.7" ]
+  text=$(render "$MAN_DIR/felix.7")
+  for w in "storage id" "copy id" stranger run-state "boot token" on_commit periodic none "power cut" \
+    FAILOVER fence "caught up" NoCaughtUpReplica Fencing "placement abandon" "restore-point restore" \
+    "felix-inspect run-state" "felix-storage(5)" "felix-broker(8)" "felixctl(1)"; do
+    grep -qF -- "$w" <<<"$text" || fail "felix.7 does not mention $w"
+  done
+}
+
+@test "docs: the guides the issue names exist and name their commands" {
+  for f in durable-storage.md operations.md docker-compose.md; do [ -s "$REPO_ROOT/docs/$f" ] || fail "docs/$f is missing"; done
+  grep -q "restore-point create" "$REPO_ROOT/docs/operations.md"
+  grep -q "placement abandon" "$REPO_ROOT/docs/operations.md"
+  grep -q "felix-inspect" "$REPO_ROOT/docs/operations.md"
+  grep -q "storage-id" "$REPO_ROOT/docs/durable-storage.md"
+  grep -q "docker compose up" "$REPO_ROOT/docs/docker-compose.md"
+  [ -s "$REPO_ROOT/Dockerfile" ] && [ -s "$REPO_ROOT/compose.yaml" ]
+}
