@@ -168,7 +168,7 @@ felix_status shard_close(shard *s);
  * drops it from the inventory; the rest of the broker goes on (§3.2). */
 void shard_refuse(broker *b, shard *s, const char *why);
 /* Removes leftovers of a crash: .new-* (half-made copies) and .deleting-* directories. */
-void broker_remove_leftovers(broker *b);
+int broker_remove_leftovers(broker *b); /* -1 when an interrupted restore cannot be settled */
 void shard_delete(broker *b, shard *s);
 uint64_t shard_last_generation(const shard *s, uint64_t log_end);
 void shard_set_hwm(broker *b, shard *s, uint64_t hwm);

@@ -70,12 +70,16 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   return rc;
 }
 
-void broker_remove_leftovers(broker *b) {
+int broker_remove_leftovers(broker *b) {
   char shards[4200];
   felix_err err;
   snprintf(shards, sizeof shards, "%s/shards", b->cfg.data_dir);
-  if (felix_rp_settle_leftovers(shards, &err)) /* a restore that stopped midway */
+  /* a restore that stopped midway: its .new- copies must not be removed while
+   * an old copy it replaced is still hidden under .replaced- */
+  if (felix_rp_settle_leftovers(b->cfg.data_dir, &err)) {
     felix_log_event("error", "cannot settle the leftovers of an interrupted restore", "reason", err.msg, NULL);
+    return -1;
+  }
   DIR *d = opendir(shards);
   struct dirent *de;
   while (d && (de = readdir(d)) != NULL) {
@@ -86,6 +90,7 @@ void broker_remove_leftovers(broker *b) {
     felix_log_event("info", "removed the leftover of an interrupted copy creation or deletion", "dir", de->d_name, NULL);
   }
   if (d) closedir(d);
+  return 0;
 }
 
 int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid) {

@@ -75,10 +75,16 @@ static void print_shards_text(const felix_rp_manifest *m, const felix_rp_select 
   }
 }
 
+static void create_warning(void *ctx, const char *shard_dir, const char *why) {
+  rp_progress_state *ps = ctx;
+  if (ps->shown) fputc('\n', stderr), ps->shown = false;
+  fprintf(stderr, "felix-broker: warning: %s: %s\n", shard_dir, why);
+}
+
 int rp_cmd_create(rp_args *a) {
   rp_progress_state ps;
   rp_progress_init(&ps, "create");
-  felix_rp_create_opts o = {a->data_dir, a->to, selection(a), rp_progress, &ps};
+  felix_rp_create_opts o = {a->data_dir, a->to, selection(a), rp_progress, &ps, create_warning};
   felix_rp_manifest m;
   felix_err err;
   felix_status st = felix_rp_create(&o, &m, &err);

@@ -183,7 +183,7 @@ static felix_status check_segment(int dst_dirfd, const char *src_path, const seg
   if (!st && sc.has_problem) { /* the record being appended while we read */
     if (ftruncate(fd, (off_t)sc.valid_end) != 0 || fsync(fd) != 0)
       st = felix_fail_errno(err, FELIX_E_IO, errno, "cut the copy of %s at byte %" PRIu64, what, sc.valid_end);
-    if (!st) st = felix_rp_file_crc(dst_dirfd, e->name, what, crc, size, NULL, NULL, NULL, 0, err);
+    if (!st) st = felix_rp_file_crc(dst_dirfd, e->name, what, UINT64_MAX, crc, size, NULL, NULL, NULL, 0, err);
   }
   *next_offset = scanned ? sc.next_offset : 0;
   if (scanned) felix_seg_scan_free(&sc);
@@ -401,8 +401,25 @@ static felix_status check_apart(const char *data_dir, const char *to, felix_err 
 
 /* --- shards to copy ------------------------------------------------------ */
 
+/* A restore that stopped midway hides copies under shards/.replaced-: a
+ * point made now would silently lack them. */
+static felix_status check_no_interrupted_restore(const char *data_dir, felix_err *err) {
+  char p[4200];
+  snprintf(p, sizeof p, "%.4100s/shards", data_dir);
+  DIR *d = opendir(p);
+  struct dirent *de;
+  felix_status st = FELIX_OK;
+  while (d && !st && (de = readdir(d)) != NULL)
+    if (!strncmp(de->d_name, ".replaced-", 10))
+      st = felix_fail(err, FELIX_E_REFUSED, "%s/%s: a restore stopped midway here; start the broker (it settles it) or run the restore again first",
+                      p, de->d_name);
+  if (d) closedir(d);
+  return st;
+}
+
 static felix_status pick_shards(const felix_rp_create_opts *o, char ***names, size_t *n, felix_err *err) {
-  felix_status st = felix_list_shard_dirs(o->data_dir, names, n, err);
+  felix_status st = check_no_interrupted_restore(o->data_dir, err);
+  if (!st) st = felix_list_shard_dirs(o->data_dir, names, n, err);
   size_t kept = 0;
   for (size_t i = 0; !st && i < *n; i++) {
     char stream[128], uuid16[17];
@@ -476,8 +493,20 @@ static felix_status snapshot_all(create_ctx *c, int to_fd, char **names, size_t 
   m->shards = calloc(n + 1, sizeof *m->shards);
   if (!st && !m->shards) st = felix_fail(err, FELIX_E_IO, "out of memory");
   for (size_t i = 0; i < n && !st; i++) {
-    st = snapshot_shard(c, src_shards, c->o->data_dir, dst_shards, c->o->to, names[i], &m->shards[i], err);
-    m->nshards = i + 1;
+    felix_rp_shard *sh = &m->shards[m->nshards++];
+    st = snapshot_shard(c, src_shards, c->o->data_dir, dst_shards, c->o->to, names[i], sh, err);
+    if (st == FELIX_E_NOTFOUND && faccessat(src_shards, names[i], F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+      /* its stream was deleted meanwhile: the point holds the others */
+      char gone[4400];
+      felix_err ignored;
+      snprintf(gone, sizeof gone, "%.4000s/shards/%s", c->o->to, names[i]);
+      felix_rp_remove_tree(gone, &ignored);
+      if (c->o->warn) c->o->warn(c->o->progress_ctx, names[i], "its directory went away during the create (stream deleted?); left out");
+      shard_reset(sh);
+      memset(sh, 0, sizeof *sh);
+      m->nshards--;
+      st = FELIX_OK;
+    }
   }
   if (!st && fsync(dst_shards) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->to);
   if (src_shards >= 0) close(src_shards);

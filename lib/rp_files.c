@@ -63,12 +63,36 @@ static felix_status stream_crc(int in, int out, uint64_t limit, const char *what
   return st;
 }
 
-felix_status felix_rp_file_crc(int dirfd, const char *name, const char *what, uint32_t *crc, uint64_t *size,
-                               felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
-                               felix_err *err) {
-  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+felix_status felix_rp_open_regular(int dirfd, const char *name, const char *what, int *out, felix_err *err) {
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOFOLLOW: a
+   * symlink in a restore point could point anywhere */
+  int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0 && errno == ELOOP) return felix_fail(err, FELIX_E_CORRUPT, "%s is a symbolic link, not a file", what);
   if (fd < 0) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open %s", what);
-  felix_status st = stream_crc(fd, -1, UINT64_MAX, what, what, crc, size, progress, ctx, done, total, err);
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return felix_fail(err, FELIX_E_CORRUPT, "%s is not a regular file", what);
+  }
+  *out = fd;
+  return FELIX_OK;
+}
+
+felix_status felix_rp_open_subdir(int dirfd, const char *name, const char *what, int *out, felix_err *err) {
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) return felix_fail(err, FELIX_E_CORRUPT, "%s is not a directory (a link?)", what);
+  if (fd < 0) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open %s", what);
+  *out = fd;
+  return FELIX_OK;
+}
+
+felix_status felix_rp_file_crc(int dirfd, const char *name, const char *what, uint64_t limit, uint32_t *crc,
+                               uint64_t *size, felix_rp_progress_fn progress, void *ctx, uint64_t *done,
+                               uint64_t total, felix_err *err) {
+  int fd;
+  felix_status st = felix_rp_open_regular(dirfd, name, what, &fd, err);
+  if (st) return st;
+  st = stream_crc(fd, -1, limit, what, what, crc, size, progress, ctx, done, total, err);
   close(fd);
   return st;
 }
@@ -88,9 +112,10 @@ felix_status felix_rp_copy_file(int from_dirfd, int to_dirfd, const char *name, 
                                 felix_err *err) {
   felix_status st = link_ok ? try_link(from_dirfd, to_dirfd, name, what, linked, err) : ((*linked = false), FELIX_OK);
   if (st) return st;
-  if (*linked) return felix_rp_file_crc(to_dirfd, name, dst_what, crc, size, progress, ctx, done, total, err);
-  int in = openat(from_dirfd, name, O_RDONLY | O_CLOEXEC);
-  if (in < 0) return felix_fail_errno(err, errno == ENOENT ? FELIX_E_NOTFOUND : FELIX_E_IO, errno, "open %s", what);
+  if (*linked) return felix_rp_file_crc(to_dirfd, name, dst_what, UINT64_MAX, crc, size, progress, ctx, done, total, err);
+  int in;
+  st = felix_rp_open_regular(from_dirfd, name, what, &in, err);
+  if (st) return st;
   int out = openat(to_dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out < 0) {
     st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", dst_what);

@@ -14,9 +14,12 @@
  *   4. the new storage-id is written, then run-state: stopped,
  *      restored_from=<point>; only then are the .replaced- copies removed.
  * A crash leaves .new- (the broker removes it) or .replaced- directories:
- * felix_rp_settle_leftovers (run by the broker at start and by restore)
- * removes a .replaced- copy whose restored copy is in place and renames it
- * back otherwise. Either way run-state is gone, so the storage id rotates.
+ * felix_rp_settle_leftovers (run by the broker at start, which refuses to
+ * start if it fails, and by restore) finishes the restore only if run-state
+ * says it got as far as its identity (restored_from), and otherwise undoes
+ * it: every restored copy goes and every old copy comes back. A restore is
+ * all or nothing; after an undone one run-state is gone, so the storage id
+ * rotates at the next start.
  * A copy restored this way is a stranger to the control plane (a storage id
  * it never registered, copy ids it never saw): it is measured before it is
  * trusted, and `placement abandon` can pick it (DESIGN.md §4.4, §4.9).
@@ -78,11 +81,28 @@ static void verify_file(int dirfd, const char *dir_path, const felix_rp_file *f,
   uint32_t crc;
   uint64_t size;
   snprintf(what, sizeof what, "%.4300s/%s", dir_path, f->name);
-  felix_status st = felix_rp_file_crc(dirfd, f->name, what, &crc, &size, progress, ctx, done, total, &e);
+  /* one byte past the manifest's size is enough to see that it is longer */
+  felix_status st = felix_rp_file_crc(dirfd, f->name, what, f->size + 1, &crc, &size, progress, ctx, done, total, &e);
   if (st == FELIX_E_NOTFOUND) mismatch(p, what, "missing", "the manifest lists it (%" PRIu64 " bytes)", f->size);
   else if (st) mismatch(p, what, "unreadable", "%s", e.msg);
-  else if (size != f->size) mismatch(p, what, "size", "%" PRIu64 " bytes, the manifest says %" PRIu64, size, f->size);
+  else if (size != f->size) mismatch(p, what, "size", "%s%" PRIu64 " bytes, the manifest says %" PRIu64, size > f->size ? "more than " : "", size > f->size ? f->size : size, f->size);
   else if (crc != f->crc32) mismatch(p, what, "crc32", "CRC-32 %08x, the manifest says %08x", crc, f->crc32);
+}
+
+/* <point>/shards/<dir>, where neither shards nor <dir> may be a link. */
+static felix_status open_point_shard(const char *point, const char *dir, int *out, felix_err *err) {
+  char what[4400];
+  int pfd, sfd;
+  felix_status st = felix_open_dir(AT_FDCWD, point, &pfd, err);
+  if (st) return st;
+  snprintf(what, sizeof what, "%.4000s/shards", point);
+  st = felix_rp_open_subdir(pfd, "shards", what, &sfd, err);
+  close(pfd);
+  if (st) return st;
+  snprintf(what, sizeof what, "%.4000s/shards/%s", point, dir);
+  st = felix_rp_open_subdir(sfd, dir, what, out, err);
+  close(sfd);
+  return st;
 }
 
 static int cmp_files_by_base(const void *a, const void *b) {
@@ -102,7 +122,9 @@ static bool segment_ok(int fd, const char *dir_path, const felix_rp_file *f, uin
     mismatch(p, what, "structure", "starts at offset %" PRIu64 ", the shard's records so far end at %" PRIu64, base, *expect);
     return false;
   }
-  int sfd = openat(fd, f->name, O_RDONLY | O_CLOEXEC);
+  int sfd = -1;
+  felix_err oe;
+  if (felix_rp_open_regular(fd, f->name, what, &sfd, &oe)) sfd = -1;
   felix_scan_opts so = {.start_position = FELIX_SEG_HEADER_LEN, .start_offset = base, .index_spacing = FELIX_DEFAULT_INDEX_SPACING,
                         .check_base = true, .expect_base = base};
   felix_seg_scan sc;
@@ -120,13 +142,14 @@ static bool segment_ok(int fd, const char *dir_path, const felix_rp_file *f, uin
 /* The manifest's shape holds: a ballot, contiguous intact segments from
  * start_offset to end_offset. (Sizes and CRCs matched already.) */
 static void verify_structure(int fd, const char *dir_path, const felix_rp_shard *s, felix_rp_mismatches *p) {
-  const felix_rp_file *segs[4096];
+  const felix_rp_file **segs = calloc(s->nfiles + 1, sizeof *segs);
   size_t n = 0;
   bool ballot = false;
+  if (!segs) return mismatch(p, dir_path, "unreadable", "out of memory");
   for (size_t i = 0; i < s->nfiles; i++) {
     uint64_t b;
     if (!strcmp(s->files[i].name, "ballot")) ballot = true;
-    else if (felix_seg_parse_name(s->files[i].name, ".log", &b) && n < 4096) segs[n++] = &s->files[i];
+    else if (felix_seg_parse_name(s->files[i].name, ".log", &b)) segs[n++] = &s->files[i];
   }
   if (!ballot) mismatch(p, dir_path, "structure", "the manifest lists no ballot for this shard");
   if (n == 0) mismatch(p, dir_path, "structure", "the manifest lists no segment for this shard");
@@ -136,15 +159,18 @@ static void verify_structure(int fd, const char *dir_path, const felix_rp_shard 
   for (size_t i = 0; i < n && ok; i++) ok = segment_ok(fd, dir_path, segs[i], &expect, p);
   if (ok && n && expect != s->end_offset)
     mismatch(p, dir_path, "structure", "its records end at offset %" PRIu64 ", the manifest says %" PRIu64, expect, s->end_offset);
+  free(segs);
 }
 
 static void verify_shard(const char *path, const felix_rp_shard *s, felix_rp_mismatches *p,
                          felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total) {
   char dir_path[4400];
   snprintf(dir_path, sizeof dir_path, "%.4000s/shards/%s", path, s->dir);
-  int fd = open(dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    mismatch(p, dir_path, "missing", "the manifest lists this shard directory");
+  int fd;
+  felix_err e;
+  felix_status st = open_point_shard(path, s->dir, &fd, &e);
+  if (st) {
+    mismatch(p, dir_path, st == FELIX_E_NOTFOUND ? "missing" : "unreadable", "%s", st == FELIX_E_NOTFOUND ? "the manifest lists this shard directory" : e.msg);
     return;
   }
   size_t before = p->count;
@@ -208,8 +234,17 @@ static felix_status write_ballot(restore_ctx *c, int src, int dst, const char *s
   size_t len;
   felix_ballot b;
   snprintf(what, sizeof what, "%.4300s/ballot", src_path);
-  felix_status st = felix_read_file(src, "ballot", 1u << 20, &buf, &len, what, err);
+  int bfd;
+  felix_status st = felix_rp_open_regular(src, "ballot", what, &bfd, err);
   if (st) return st;
+  buf = malloc(f->size + 2);
+  ssize_t got = buf ? pread(bfd, buf, f->size + 1, 0) : -1;
+  close(bfd);
+  if (got < 0) {
+    free(buf);
+    return felix_fail_errno(err, FELIX_E_IO, errno, "read %s", what);
+  }
+  len = (size_t)got;
   if (len != f->size || (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len) != f->crc32)
     st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
   if (!st) st = felix_ballot_parse(buf, len, what, &b, err);
@@ -231,7 +266,7 @@ static felix_status copy_checked(restore_ctx *c, int src, int dst, const char *s
   bool linked;
   snprintf(what, sizeof what, "%.4300s/%s", src_path, f->name);
   snprintf(dst_what, sizeof dst_what, "%.4300s/%s", dst_path, f->name);
-  felix_status st = felix_rp_copy_file(src, dst, f->name, UINT64_MAX, false, what, dst_what, &crc, &size, &linked,
+  felix_status st = felix_rp_copy_file(src, dst, f->name, f->size + 1, false, what, dst_what, &crc, &size, &linked,
                                        c->o->progress, c->o->progress_ctx, &c->done, c->total, err);
   if (!st && (size != f->size || crc != f->crc32))
     st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
@@ -273,7 +308,7 @@ static felix_status build_shard(restore_ctx *c, const felix_rp_shard *s, const c
   snprintf(src_path, sizeof src_path, "%.4000s/shards/%s", c->o->from, s->dir);
   snprintf(dst_path, sizeof dst_path, "%.4000s/shards/%s", c->o->data_dir, stage);
   int src = -1, dst = -1;
-  felix_status st = felix_open_dir(AT_FDCWD, src_path, &src, err);
+  felix_status st = open_point_shard(c->o->from, s->dir, &src, err);
   if (!st && mkdirat(c->shards_fd, stage, 0755) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", dst_path);
   if (!st) st = felix_open_dir(c->shards_fd, stage, &dst, err);
   for (size_t i = 0; i < s->nfiles && !st; i++) {
@@ -330,25 +365,54 @@ static void remove_prefixed(restore_ctx *c, const felix_rp_manifest *m, const ch
   }
 }
 
-felix_status felix_rp_settle_leftovers(const char *shards_dir, felix_err *err) {
+/* Whether the restore that left .replaced- copies got as far as its
+ * identity: run-state is removed before any swap and written, with
+ * restored_from, only after the new storage id. */
+static bool restore_finished(const char *data_dir) {
+  int fd;
+  felix_err e;
+  felix_run_state rs;
+  bool present = false;
+  if (felix_open_dir(AT_FDCWD, data_dir, &fd, &e)) return false;
+  bool ok = felix_run_state_read(fd, data_dir, &rs, &present, &e) == FELIX_OK && present && rs.restored_from[0];
+  close(fd);
+  return ok;
+}
+
+/* One .replaced-<copy>: kept copy or restored one, by how far the restore got. */
+static felix_status settle_one(int fd, const char *shards_dir, const char *name, bool forward, felix_err *err) {
+  const char *copy = name + strlen(".replaced-");
+  char p[4400], q[4400];
+  struct stat sb;
+  snprintf(p, sizeof p, "%.4000s/%.300s", shards_dir, name);
+  snprintf(q, sizeof q, "%.4000s/%.300s", shards_dir, copy);
+  bool restored_in_place = fstatat(fd, copy, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+  if (forward && restored_in_place) return felix_rp_remove_tree(p, err);
+  /* the restore did not finish: its copy goes, the old one comes back */
+  felix_status st = restored_in_place ? felix_rp_remove_tree(q, err) : FELIX_OK;
+  if (!st && renameat(fd, name, fd, copy) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s back to %s", p, copy);
+  return st;
+}
+
+felix_status felix_rp_settle_leftovers(const char *data_dir, felix_err *err) {
+  char shards_dir[4200];
+  snprintf(shards_dir, sizeof shards_dir, "%.4100s/shards", data_dir);
   DIR *d = opendir(shards_dir);
   if (!d) return errno == ENOENT ? FELIX_OK : felix_fail_errno(err, FELIX_E_IO, errno, "open %s", shards_dir);
-  felix_status st = FELIX_OK;
+  bool forward = restore_finished(data_dir), any = false;
+  felix_status first = FELIX_OK;
   struct dirent *de;
   int fd = dirfd(d);
-  while (!st && (de = readdir(d)) != NULL) {
+  while ((de = readdir(d)) != NULL) {
     if (strncmp(de->d_name, ".replaced-", 10)) continue;
-    const char *copy = de->d_name + 10;
-    char p[4400];
-    struct stat sb;
-    snprintf(p, sizeof p, "%.4000s/%.300s", shards_dir, de->d_name);
-    if (fstatat(fd, copy, &sb, AT_SYMLINK_NOFOLLOW) == 0) st = felix_rp_remove_tree(p, err); /* the restore put its copy in */
-    else if (renameat(fd, de->d_name, fd, copy) != 0) /* it stopped between the renames: the old copy goes back */
-      st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s back to %s", p, copy);
+    felix_err e;
+    felix_status st = settle_one(fd, shards_dir, de->d_name, forward, &e);
+    any = true;
+    if (st && !first) first = st, *err = e; /* keep going: settle every other copy */
   }
-  if (!st && fsync(fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", shards_dir);
+  if (any && !first && fsync(fd) != 0) first = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", shards_dir);
   closedir(d);
-  return st;
+  return first;
 }
 
 static felix_status check_room(const char *data_dir, uint64_t need, felix_err *err) {
@@ -387,9 +451,7 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   felix_storage_id prev;
   if (felix_storage_id_load(c->dirfd, c->o->data_dir, &prev, err) == FELIX_OK)
     snprintf(res->previous_storage_id, sizeof res->previous_storage_id, "%s", prev.hex);
-  char shards[4200];
-  snprintf(shards, sizeof shards, "%.4100s/shards", c->o->data_dir);
-  felix_status st = felix_rp_settle_leftovers(shards, err); /* an earlier restore that stopped midway */
+  felix_status st = felix_rp_settle_leftovers(c->o->data_dir, err); /* an earlier restore that stopped midway */
   if (!st) st = check_room(c->o->data_dir, c->total, err);
   if (!st) st = random_hex(c->new_sid, err);
   if (st) return st;

@@ -144,6 +144,15 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   run -0 rp verify --from one --shard orders/1
 }
 
+@test "a shard of more than 4096 segments verifies and restores whole" {
+  mkdata d many 0 4200 --segment-bytes 64 >/dev/null
+  run -0 rp create --data-dir d --to one
+  run -0 rp verify --from one
+  run -0 rp restore --from one --data-dir r
+  run -0 inspect verify r
+  [ "$(ls r/shards/many_0-*/*.log | wc -l)" -gt 4096 ]
+}
+
 @test "a manifest of an unknown version or with bad JSON is a clear error" {
   make_dir d
   rp create --data-dir d --to one >/dev/null

@@ -415,27 +415,106 @@ static void run_state_keeps_broker_id_and_restored_from(void **s) {
   assert_non_null(strstr(err.msg, "broker_id"));
 }
 
+static bool exists(const char *dir, const char *rel) {
+  char p[4400];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  return lstat(p, &sb) == 0;
+}
+
+static void touch(const char *dir, const char *rel) {
+  char p[4400];
+  snprintf(p, sizeof p, "%s/%s", dir, rel);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fclose(f);
+}
+
+static void write_run_state(const char *d, const char *restored_from) {
+  int fd;
+  felix_err err;
+  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_ON_COMMIT, .pid = 1};
+  snprintf(rs.since, sizeof rs.since, "2026-12-01T00:00:00Z");
+  snprintf(rs.restored_from, sizeof rs.restored_from, "%s", restored_from);
+  assert_int_equal(felix_open_dir(AT_FDCWD, d, &fd, &err), FELIX_OK);
+  assert_int_equal(felix_run_state_write(fd, d, &rs, &err), FELIX_OK);
+  close(fd);
+}
+
+#define OLD "shards/.replaced-" SHARD_DIR
+#define NEW "shards/" SHARD_DIR
+
 static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   (void)s;
   char *d = make_data_dir(3), p[4400], q[4400];
   felix_err err;
+  snprintf(p, sizeof p, "%s/" NEW, d);
+  snprintf(q, sizeof q, "%s/" OLD, d);
+  touch(d, NEW "/old-marker");
   /* stopped between the two renames: the old copy is only under .replaced- */
-  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR, d);
-  snprintf(q, sizeof q, "%s/shards/.replaced-" SHARD_DIR, d);
   assert_int_equal(rename(p, q), 0);
-  snprintf(p, sizeof p, "%s/shards", d);
-  assert_int_equal(felix_rp_settle_leftovers(p, &err), FELIX_OK);
-  struct stat sb;
-  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR "/ballot", d);
-  assert_int_equal(stat(p, &sb), 0); /* back in place */
-  assert_int_not_equal(stat(q, &sb), 0);
-  /* stopped after the swap: the restored copy is in place, the old one goes */
+  char *rs_path = tu_path(d, "run-state");
+  unlink(rs_path);
+  free(rs_path);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
+  assert_true(exists(d, NEW "/old-marker"));
+  assert_false(exists(d, OLD));
+  /* stopped after some swaps, before the identity: undone, the old copy comes back */
+  assert_int_equal(rename(p, q), 0);
+  assert_int_equal(mkdir(p, 0755), 0);
+  touch(d, NEW "/restored-marker");
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
+  assert_true(exists(d, NEW "/old-marker"));
+  assert_false(exists(d, NEW "/restored-marker"));
+  assert_false(exists(d, OLD));
+  /* stopped after the identity was written: finished, the old copy goes */
+  assert_int_equal(rename(p, q), 0);
+  assert_int_equal(mkdir(p, 0755), 0);
+  touch(d, NEW "/restored-marker");
+  write_run_state(d, "/backups/one");
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
+  assert_true(exists(d, NEW "/restored-marker"));
+  assert_false(exists(d, OLD));
+  /* and a create refuses a directory a restore left midway */
   assert_int_equal(mkdir(q, 0755), 0);
-  snprintf(p, sizeof p, "%s/shards", d);
-  assert_int_equal(felix_rp_settle_leftovers(p, &err), FELIX_OK);
-  assert_int_not_equal(stat(q, &sb), 0);
-  snprintf(p, sizeof p, "%s/shards/" SHARD_DIR "/ballot", d);
-  assert_int_equal(stat(p, &sb), 0);
+  char *t = tu_mkdtemp(), to[4200];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_E_REFUSED);
+  assert_non_null(strstr(err.msg, "a restore stopped midway"));
+  tu_untrack_rmdir(t);
+  free(t);
+  tu_untrack_rmdir(d);
+  free(d);
+}
+
+static void links_and_fifos_in_a_point_are_refused_without_waiting(void **s) {
+  (void)s;
+  char *d = make_data_dir(3), *t = tu_mkdtemp(), to[4200], path[4400];
+  tu_track(t);
+  snprintf(to, sizeof to, "%s/point", t);
+  felix_rp_manifest m;
+  felix_err err;
+  assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
+  snprintf(path, sizeof path, "%s/shards/" SHARD_DIR "/generations", to);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(symlink("/etc/hostname", path), 0);
+  felix_rp_mismatches bad;
+  assert_int_equal(felix_rp_verify(to, &m, NULL, &bad, NULL, NULL, &err), FELIX_OK);
+  assert_int_equal(bad.count, 1);
+  assert_string_equal(bad.items[0].kind, "unreadable");
+  assert_non_null(strstr(bad.items[0].detail, "symbolic link"));
+  felix_rp_mismatches_free(&bad);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(mkfifo(path, 0644), 0); /* would block a plain open for ever */
+  assert_int_equal(felix_rp_verify(to, &m, NULL, &bad, NULL, NULL, &err), FELIX_OK);
+  assert_int_equal(bad.count, 1);
+  assert_non_null(strstr(bad.items[0].detail, "not a regular file"));
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m);
+  tu_untrack_rmdir(t);
+  free(t);
   tu_untrack_rmdir(d);
   free(d);
 }
@@ -526,6 +605,7 @@ int main(void) {
       cmocka_unit_test(manifest_names_the_byte_and_the_version),
       cmocka_unit_test(run_state_keeps_broker_id_and_restored_from),
       cmocka_unit_test(leftovers_of_a_stopped_restore_are_settled),
+      cmocka_unit_test(links_and_fifos_in_a_point_are_refused_without_waiting),
       cmocka_unit_test(verify_checks_the_shape_a_manifest_describes),
       cmocka_unit_test(a_from_path_run_state_cannot_record_is_refused_first),
   };

@@ -93,6 +93,8 @@ typedef struct felix_rp_create_opts {
   felix_rp_select select;
   felix_rp_progress_fn progress;
   void *progress_ctx;
+  /* a shard left out, and why (optional; called with progress_ctx) */
+  void (*warn)(void *ctx, const char *shard_dir, const char *why);
 } felix_rp_create_opts;
 
 /* Makes a restore point of data_dir at `to` (the broker may be running).
@@ -143,10 +145,12 @@ typedef struct felix_rp_restore_result {
 felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
                               felix_rp_restore_result *res, felix_err *err);
 
-/* After a restore that stopped midway: in shards_dir, removes each
- * .replaced-<dir> whose <dir> is in place and renames it back to <dir>
- * otherwise. The broker runs it at start, before it lists its copies. */
-felix_status felix_rp_settle_leftovers(const char *shards_dir, felix_err *err);
+/* After a restore that stopped midway, in data_dir/shards: when run-state
+ * shows the restore finished (restored_from), removes each .replaced-<dir>;
+ * otherwise removes the restored <dir> and renames .replaced-<dir> back.
+ * Settles every copy it can and returns the first failure. The broker runs
+ * it at start, under the lock, before it lists its copies. */
+felix_status felix_rp_settle_leftovers(const char *data_dir, felix_err *err);
 
 /* Internal helpers shared by the rp_*.c files. */
 /* Copies (or, when link_ok and the file systems allow, hard-links) from_dirfd/name
@@ -158,10 +162,15 @@ felix_status felix_rp_copy_file(int from_dirfd, int to_dirfd, const char *name, 
                                 const char *what, const char *dst_what, uint32_t *crc, uint64_t *size, bool *linked,
                                 felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
                                 felix_err *err);
-/* CRC-32 and size of dirfd/name. */
-felix_status felix_rp_file_crc(int dirfd, const char *name, const char *what, uint32_t *crc, uint64_t *size,
-                               felix_rp_progress_fn progress, void *ctx, uint64_t *done, uint64_t total,
-                               felix_err *err);
+/* Opens dirfd/name for reading only if it is a regular file (never through
+ * a symlink, never waiting on a FIFO); FELIX_E_CORRUPT otherwise. */
+felix_status felix_rp_open_regular(int dirfd, const char *name, const char *what, int *out, felix_err *err);
+/* Opens dirfd/name only if it is a directory and not a symlink. */
+felix_status felix_rp_open_subdir(int dirfd, const char *name, const char *what, int *out, felix_err *err);
+/* CRC-32 and size of the first `limit` bytes of the regular file dirfd/name. */
+felix_status felix_rp_file_crc(int dirfd, const char *name, const char *what, uint64_t limit, uint32_t *crc,
+                               uint64_t *size, felix_rp_progress_fn progress, void *ctx, uint64_t *done,
+                               uint64_t total, felix_err *err);
 /* Removes a directory tree (no error when absent). */
 felix_status felix_rp_remove_tree(const char *path, felix_err *err);
 
