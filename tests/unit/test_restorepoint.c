@@ -15,6 +15,20 @@
 #define SHARD_DIR "orders_0-b54cda2600004000"
 #define UUID "b54cda26-0000-4000-8000-000000000001"
 
+/* Removes a directory the test made and frees its name. */
+static void drop(char *dir) {
+  tu_untrack_rmdir(dir);
+  free(dir);
+}
+
+/* A fresh directory (returned, tracked) and, in `to`, the path of a point in it. */
+static char *temp_point(char *to, size_t cap) {
+  char *t = tu_mkdtemp();
+  tu_track(t);
+  snprintf(to, cap, "%s/point", t);
+  return t;
+}
+
 static felix_log_config small_segments(void) {
   felix_log_config c = {.segment_bytes = 256, .index_spacing_bytes = 64, .fsync_mode = FELIX_FSYNC_NONE,
                         .fsync_interval_ms = 5};
@@ -112,8 +126,7 @@ static void truncating_into_a_linked_segment_leaves_the_link_alone(void **s) {
   assert_int_equal(b.st_nlink, 1);
   free(before);
   free(after);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(d);
 }
 
 static void appending_to_a_linked_newest_segment_unshares_it_first(void **s) {
@@ -134,8 +147,7 @@ static void appending_to_a_linked_newest_segment_unshares_it_first(void **s) {
   assert_memory_equal(after, before, before_len);
   free(before);
   free(after);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(d);
 }
 
 static felix_status create_point(const char *d, const char *to, felix_rp_manifest *m, felix_err *err) {
@@ -152,9 +164,7 @@ static void create_links_sealed_copies_newest_and_verifies(void **s) {
   /* not inside the data directory */
   assert_int_equal(create_point(d, to, &m, &err), FELIX_E_INVAL);
   assert_non_null(strstr(err.msg, "inside --data-dir"));
-  char *t = tu_mkdtemp();
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *t = temp_point(to, sizeof to);
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
   assert_int_equal(m.nshards, 1);
   assert_string_equal(m.broker_id, "b1");
@@ -180,10 +190,8 @@ static void create_links_sealed_copies_newest_and_verifies(void **s) {
   assert_int_equal(create_point(d, to, &again, &err), FELIX_E_REFUSED);
   felix_rp_manifest_free(&back);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void create_cuts_a_torn_tail_at_a_record_boundary(void **s) {
@@ -195,19 +203,15 @@ static void create_cuts_a_torn_tail_at_a_record_boundary(void **s) {
   int fd = open(seg0, O_WRONLY | O_APPEND);
   assert_int_equal(write(fd, "\0\0\0\x09partial", 11), 11); /* a record being appended */
   close(fd);
-  char *t = tu_mkdtemp();
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   felix_err err;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
   assert_int_equal(m.shards[0].end_offset, 3);
   assert_int_equal(m.shards[0].files[0].size, whole);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static char *read_text(const char *dir, const char *name) {
@@ -221,9 +225,8 @@ static char *read_text(const char *dir, const char *name) {
 
 static void restore_gives_new_ids_and_leader_none(void **s) {
   (void)s;
-  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], target[4200];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *d = make_data_dir(40), to[4200], target[4200];
+  char *t = temp_point(to, sizeof to);
   snprintf(target, sizeof target, "%s/restored", t);
   felix_rp_manifest m, m2;
   felix_err err;
@@ -258,17 +261,14 @@ static void restore_gives_new_ids_and_leader_none(void **s) {
   felix_rp_manifest_free(&m);
   felix_rp_manifest_free(&m2);
   felix_rp_mismatches_free(&bad);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void a_corrupt_point_fails_verify_and_restore_changes_nothing(void **s) {
   (void)s;
-  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], seg[4400];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *d = make_data_dir(40), to[4200], seg[4400];
+  char *t = temp_point(to, sizeof to);
   felix_rp_manifest m, m2;
   felix_err err;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
@@ -294,17 +294,14 @@ static void a_corrupt_point_fails_verify_and_restore_changes_nothing(void **s) {
   felix_rp_mismatches_free(&bad);
   felix_rp_manifest_free(&m2);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void restore_refuses_a_locked_directory(void **s) {
   (void)s;
-  char *d = make_data_dir(4), *t = tu_mkdtemp(), to[4200];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *d = make_data_dir(4), to[4200];
+  char *t = temp_point(to, sizeof to);
   felix_rp_manifest m, m2;
   felix_err err;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
@@ -325,10 +322,8 @@ static void restore_refuses_a_locked_directory(void **s) {
   felix_rp_mismatches_free(&bad);
   felix_rp_manifest_free(&m2);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 /* A manifest of one shard with one segment, as create would write it. */
@@ -477,23 +472,18 @@ static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   assert_false(exists(d, OLD));
   /* and a create refuses a directory a restore left midway */
   assert_int_equal(mkdir(q, 0755), 0);
-  char *t = tu_mkdtemp(), to[4200];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char to[4200], *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_E_REFUSED);
   assert_non_null(strstr(err.msg, "a restore stopped midway"));
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void links_and_fifos_in_a_point_are_refused_without_waiting(void **s) {
   (void)s;
-  char *d = make_data_dir(3), *t = tu_mkdtemp(), to[4200], path[4400];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *d = make_data_dir(3), to[4200], path[4400];
+  char *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   felix_err err;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
@@ -513,17 +503,14 @@ static void links_and_fifos_in_a_point_are_refused_without_waiting(void **s) {
   assert_non_null(strstr(bad.items[0].detail, "not a regular file"));
   felix_rp_mismatches_free(&bad);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void verify_checks_the_shape_a_manifest_describes(void **s) {
   (void)s;
-  char *d = make_data_dir(40), *t = tu_mkdtemp(), to[4200], path[4400];
-  tu_track(t);
-  snprintf(to, sizeof to, "%s/point", t);
+  char *d = make_data_dir(40), to[4200], path[4400];
+  char *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   felix_err err;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_OK);
@@ -549,10 +536,8 @@ static void verify_checks_the_shape_a_manifest_describes(void **s) {
   assert_non_null(strstr(bad.items[0].detail, "the manifest says 40"));
   felix_rp_mismatches_free(&bad);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static void a_from_path_run_state_cannot_record_is_refused_first(void **s) {
@@ -580,10 +565,8 @@ static void a_from_path_run_state_cannot_record_is_refused_first(void **s) {
   felix_rp_mismatches_free(&bad);
   felix_rp_manifest_free(&m2);
   felix_rp_manifest_free(&m);
-  tu_untrack_rmdir(t);
-  free(t);
-  tu_untrack_rmdir(d);
-  free(d);
+  drop(t);
+  drop(d);
 }
 
 static int teardown(void **s) {
