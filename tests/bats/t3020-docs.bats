@@ -168,11 +168,13 @@ setup() {
 }
 
 @test "every felix-broker flag and subcommand is in its bash, zsh and fish completions" {
-  flags=$(flags_of "$("$BROKER" run --help; "$BROKER" control-plane --help; "$BROKER" --help)")
+  flags=$(flags_of "$("$BROKER" run --help; "$BROKER" control-plane --help; "$BROKER" restore-point --help; "$BROKER" --help)")
   for file in felix-broker.bash _felix-broker felix-broker.fish; do
     f="$COMP_DIR/$file"
     [ -f "$f" ] || fail "$f is missing"
-    for w in control-plane run none periodic on_commit; do grep -qw -- "$w" "$f" || fail "$file does not mention $w"; done
+    for w in control-plane run restore-point create list verify restore none periodic on_commit; do
+      grep -qw -- "$w" "$f" || fail "$file does not mention $w"
+    done
     for fl in $flags; do
       case $file in
       felix-broker.fish)

@@ -115,6 +115,7 @@ stuck_shard() {
   keys C-c
   wait_until 10 top_exited
   [ "$(cat "$C/top.rc")" = 0 ]
+  pane_lacks "^top 127" # the terminal is back to the shell's screen
 }
 
 @test "top without colours (TERM=vt100) still marks the stuck shard, with attributes instead of colours" {
