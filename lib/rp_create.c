@@ -132,7 +132,7 @@ static felix_status small_read(int dirfd, const char *path, small_set *s, felix_
   for (int i = 0; i < NSMALL; i++) {
     char what[4400];
     snprintf(what, sizeof what, "%.4300s/%s", path, s->f[i].name);
-    felix_status st = felix_read_file(dirfd, s->f[i].name, 1u << 20, &s->f[i].data, &s->f[i].len, what, err);
+    felix_status st = felix_rp_read_small(dirfd, s->f[i].name, what, 1u << 20, &s->f[i].data, &s->f[i].len, err);
     if (st == FELIX_E_NOTFOUND && !s->f[i].required) continue;
     if (st == FELIX_E_NOTFOUND) return felix_fail(err, FELIX_E_CORRUPT, "%s: missing: every shard copy has one", what);
     if (st) return st;
@@ -299,7 +299,7 @@ static felix_status snapshot_shard(create_ctx *c, int src_shards, const char *da
     if (!st && mkdirat(dst_shards, name, 0755) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s", dst_path);
     if (!st) st = felix_open_dir(dst_shards, name, &dst, err);
     if (st) return st;
-    st = felix_open_dir(src_shards, name, &src, err);
+    st = felix_rp_open_subdir(src_shards, name, src_path, &src, err);
     if (!st) st = snapshot_once(c, src, src_path, dst, dst_path, sh, &changed, err);
     if (src >= 0) close(src);
     close(dst);

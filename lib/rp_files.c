@@ -78,6 +78,30 @@ felix_status felix_rp_open_regular(int dirfd, const char *name, const char *what
   return FELIX_OK;
 }
 
+felix_status felix_rp_read_small(int dirfd, const char *name, const char *what, size_t max, char **out,
+                                 size_t *len, felix_err *err) {
+  int fd;
+  *out = NULL;
+  felix_status st = felix_rp_open_regular(dirfd, name, what, &fd, err);
+  if (st) return st;
+  struct stat sb;
+  char *buf = NULL;
+  if (fstat(fd, &sb) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "stat %s", what);
+  else if ((uint64_t)sb.st_size > max) st = felix_fail(err, FELIX_E_CORRUPT, "%s: %lld bytes, more than the %zu it may have", what, (long long)sb.st_size, max);
+  else if (!(buf = malloc((size_t)sb.st_size + 1))) st = felix_fail(err, FELIX_E_IO, "out of memory");
+  ssize_t got = st ? -1 : pread(fd, buf, (size_t)sb.st_size, 0);
+  if (!st && got != (ssize_t)sb.st_size) st = felix_fail_errno(err, FELIX_E_IO, got < 0 ? errno : EIO, "read %s", what);
+  close(fd);
+  if (st) {
+    free(buf);
+    return st;
+  }
+  buf[got] = '\0';
+  *out = buf;
+  *len = (size_t)got;
+  return FELIX_OK;
+}
+
 felix_status felix_rp_open_subdir(int dirfd, const char *name, const char *what, int *out, felix_err *err) {
   int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 && (errno == ELOOP || errno == ENOTDIR)) return felix_fail(err, FELIX_E_CORRUPT, "%s is not a directory (a link?)", what);

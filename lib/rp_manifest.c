@@ -308,10 +308,7 @@ felix_status felix_rp_manifest_read(const char *path, felix_rp_manifest *out, fe
   snprintf(what, sizeof what, "%.4300s/%s", path, FELIX_RP_MANIFEST);
   felix_status st = felix_open_dir(AT_FDCWD, path, &dirfd, err);
   if (st) return st;
-  int probe;
-  st = felix_rp_open_regular(dirfd, FELIX_RP_MANIFEST, what, &probe, err); /* no link, no FIFO */
-  if (!st) close(probe);
-  if (!st) st = felix_read_file(dirfd, FELIX_RP_MANIFEST, 64u << 20, &buf, &len, what, err);
+  st = felix_rp_read_small(dirfd, FELIX_RP_MANIFEST, what, 64u << 20, &buf, &len, err); /* no link, no FIFO */
   close(dirfd);
   if (st == FELIX_E_NOTFOUND)
     return felix_fail(err, FELIX_E_NOTFOUND, "%s: no %s: not a restore point, or one whose create was interrupted",

@@ -9,17 +9,18 @@
  *      the manifest again, index rebuilt, ballot rewritten: new copy id, the
  *      new storage id, leader=none); a failure removes them all and leaves
  *      the old copies as they were;
- *   3. each is swapped in: shards/<dir> -> shards/.replaced-<dir>, then
- *      shards/.new-<dir> -> shards/<dir>;
+ *   3. the journal is written, then each copy swapped in: shards/<dir> ->
+ *      shards/.replaced-<dir>, then shards/.new-<dir> -> shards/<dir>;
  *   4. the new storage-id is written, then run-state: stopped,
  *      restored_from=<point>; only then are the .replaced- copies removed.
- * A crash leaves .new- (the broker removes it) or .replaced- directories:
- * felix_rp_settle_leftovers (run by the broker at start, which refuses to
- * start if it fails, and by restore) finishes the restore only if run-state
- * says it got as far as its identity (restored_from), and otherwise undoes
- * it: every restored copy goes and every old copy comes back. A restore is
- * all or nothing; after an undone one run-state is gone, so the storage id
- * rotates at the next start.
+ * Before the first swap the restore writes its journal (rp_journal.c); it
+ * is finished once the new storage id is on disk, and then removes the
+ * .replaced- copies and the journal. A crash leaves .new- (the broker
+ * removes it), .replaced- directories and the journal: settling (the broker
+ * at start, which refuses to start if it fails, and the next restore)
+ * finishes a finished restore and undoes any other. A restore is all or
+ * nothing; after an undone one run-state is gone, so the storage id rotates
+ * at the next start.
  * A copy restored this way is a stranger to the control plane (a storage id
  * it never registered, copy ids it never saw): it is measured before it is
  * trusted, and `placement abandon` can pick it (DESIGN.md §4.4, §4.9).
@@ -365,56 +366,6 @@ static void remove_prefixed(restore_ctx *c, const felix_rp_manifest *m, const ch
   }
 }
 
-/* Whether the restore that left .replaced- copies got as far as its
- * identity: run-state is removed before any swap and written, with
- * restored_from, only after the new storage id. */
-static bool restore_finished(const char *data_dir) {
-  int fd;
-  felix_err e;
-  felix_run_state rs;
-  bool present = false;
-  if (felix_open_dir(AT_FDCWD, data_dir, &fd, &e)) return false;
-  bool ok = felix_run_state_read(fd, data_dir, &rs, &present, &e) == FELIX_OK && present && rs.restored_from[0];
-  close(fd);
-  return ok;
-}
-
-/* One .replaced-<copy>: kept copy or restored one, by how far the restore got. */
-static felix_status settle_one(int fd, const char *shards_dir, const char *name, bool forward, felix_err *err) {
-  const char *copy = name + strlen(".replaced-");
-  char p[4400], q[4400];
-  struct stat sb;
-  snprintf(p, sizeof p, "%.4000s/%.300s", shards_dir, name);
-  snprintf(q, sizeof q, "%.4000s/%.300s", shards_dir, copy);
-  bool restored_in_place = fstatat(fd, copy, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-  if (forward && restored_in_place) return felix_rp_remove_tree(p, err);
-  /* the restore did not finish: its copy goes, the old one comes back */
-  felix_status st = restored_in_place ? felix_rp_remove_tree(q, err) : FELIX_OK;
-  if (!st && renameat(fd, name, fd, copy) != 0) st = felix_fail_errno(err, FELIX_E_IO, errno, "rename %s back to %s", p, copy);
-  return st;
-}
-
-felix_status felix_rp_settle_leftovers(const char *data_dir, felix_err *err) {
-  char shards_dir[4200];
-  snprintf(shards_dir, sizeof shards_dir, "%.4100s/shards", data_dir);
-  DIR *d = opendir(shards_dir);
-  if (!d) return errno == ENOENT ? FELIX_OK : felix_fail_errno(err, FELIX_E_IO, errno, "open %s", shards_dir);
-  bool forward = restore_finished(data_dir), any = false;
-  felix_status first = FELIX_OK;
-  struct dirent *de;
-  int fd = dirfd(d);
-  while ((de = readdir(d)) != NULL) {
-    if (strncmp(de->d_name, ".replaced-", 10)) continue;
-    felix_err e;
-    felix_status st = settle_one(fd, shards_dir, de->d_name, forward, &e);
-    any = true;
-    if (st && !first) first = st, *err = e; /* keep going: settle every other copy */
-  }
-  if (any && !first && fsync(fd) != 0) first = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", shards_dir);
-  closedir(d);
-  return first;
-}
-
 static felix_status check_room(const char *data_dir, uint64_t need, felix_err *err) {
   struct statvfs vs;
   if (statvfs(data_dir, &vs) != 0) return felix_fail_errno(err, FELIX_E_IO, errno, "statvfs %s", data_dir);
@@ -471,14 +422,28 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
     remove_prefixed(c, m, ".new-");
     return st;
   }
+  char shards[4200];
+  snprintf(shards, sizeof shards, "%.4100s/shards", c->o->data_dir);
+  felix_rp_journal_entry *je = calloc(m->nshards + 1, sizeof *je);
+  size_t nj = 0;
+  if (!je) return felix_fail(err, FELIX_E_IO, "out of memory");
+  for (size_t i = 0; i < m->nshards; i++) {
+    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
+    struct stat sb;
+    snprintf(je[nj].dir, sizeof je[nj].dir, "%s", m->shards[i].dir);
+    je[nj++].existed = fstatat(c->shards_fd, m->shards[i].dir, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+  }
+  st = felix_rp_journal_write(c->shards_fd, shards, c->new_sid, je, nj, err); /* before the first swap */
   for (size_t i = 0; i < m->nshards && !st; i++) {
     if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
     st = swap_shard(c, &m->shards[i], err);
     res->shards++, res->files += m->shards[i].nfiles;
   }
   if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
-  if (!st) st = write_identity(c, res, err);
-  if (!st) remove_prefixed(c, m, ".replaced-"); /* only once the new identity is on disk */
+  if (!st) st = write_identity(c, res, err); /* the restore is finished once its storage id is on disk */
+  res->finished = !st;
+  if (!st) st = felix_rp_journal_finish(c->shards_fd, shards, je, nj, err);
+  free(je);
   res->bytes = c->done;
   return st;
 }
@@ -499,6 +464,9 @@ felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest 
   size_t flen = strlen(from_abs);
   if (flen < sizeof c.from_abs) memcpy(c.from_abs, from_abs, flen + 1);
   free(from_abs);
+  for (size_t k = 0; k < flen && flen < sizeof c.from_abs; k++)
+    if ((unsigned char)c.from_abs[k] < 32 || c.from_abs[k] == 127)
+      return felix_fail(err, FELIX_E_INVAL, "--from: its path has a control character at byte %zu, which run-state cannot record", k);
   if (flen >= sizeof c.from_abs)
     return felix_fail(err, FELIX_E_INVAL, "--from: its absolute path has %zu characters, more than the %zu run-state can record (%.200s...)",
                       flen, sizeof c.from_abs - 1, o->from);

@@ -221,6 +221,13 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   for s in r/shards/*; do
     diff <(inspect --json dump "$(seg "$s" 0)") <(inspect --json dump "$(seg "d/shards/$(basename "$s")" 0)")
   done
+  [ -z "$(ls -A r/shards | grep '^\.')" ] || fail "leftovers: $(ls -A r/shards)"
+  mkdir "$W/bad
+name" && cp -r one/. "$W/bad
+name/"
+  run -2 rp restore --from "$W/bad
+name" --data-dir r
+  assert_output --partial "control character"
   # a second run gives the same shards under yet another storage id
   run -0 rp restore --from one --data-dir r --json
   [ "$(jget 'j["previous_storage_id"]' <<<"$output")" = "$new" ]
@@ -254,7 +261,7 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   ballots=$(cat target/shards/*/ballot)
   run -1 full "$BROKER" restore-point restore --from one --data-dir target
   assert_output --regexp "write target/shards/\.new-[a-z_0-9-]+/[0-9]+\.log at byte 0: No space left on device"
-  assert_output --partial "the next start gives the directory a new storage id"
+  assert_output --partial "puts every old copy back, and the directory gets a new storage id"
   [ "$(ls -A target/shards | grep -c '^\.')" -eq 0 ] || fail "a staging directory was left: $(ls -A target/shards)"
   [ "$(cat target/shards/*/ballot)" = "$ballots" ]
   run -0 inspect run-state target

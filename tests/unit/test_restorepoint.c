@@ -15,6 +15,8 @@
 #define SHARD_DIR "orders_0-b54cda2600004000"
 #define UUID "b54cda26-0000-4000-8000-000000000001"
 
+static bool exists(const char *dir, const char *rel);
+
 /* Removes a directory the test made and frees its name. */
 static void drop(char *dir) {
   tu_untrack_rmdir(dir);
@@ -248,6 +250,7 @@ static void restore_gives_new_ids_and_leader_none(void **s) {
   assert_string_equal(b.storage_id, res.storage_id);
   assert_string_not_equal(b.copy_id, "00000000000000000000000000000007");
   assert_int_equal(b.generation, 3);
+  assert_false(exists(target, "shards/.restore-journal")); /* a finished restore leaves nothing behind */
   char *rs = read_text(target, "run-state");
   assert_non_null(strstr(rs, "state=stopped\n"));
   assert_non_null(strstr(rs, "restored_from="));
@@ -425,19 +428,24 @@ static void touch(const char *dir, const char *rel) {
   fclose(f);
 }
 
-static void write_run_state(const char *d, const char *restored_from) {
+#define OLD "shards/.replaced-" SHARD_DIR
+#define NEW "shards/" SHARD_DIR
+
+static void write_journal(const char *d, const char *sid, const char *dir, bool existed) {
+  char p[4400];
   int fd;
   felix_err err;
-  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_ON_COMMIT, .pid = 1};
-  snprintf(rs.since, sizeof rs.since, "2026-12-01T00:00:00Z");
-  snprintf(rs.restored_from, sizeof rs.restored_from, "%s", restored_from);
-  assert_int_equal(felix_open_dir(AT_FDCWD, d, &fd, &err), FELIX_OK);
-  assert_int_equal(felix_run_state_write(fd, d, &rs, &err), FELIX_OK);
+  felix_rp_journal_entry e = {.existed = existed};
+  snprintf(e.dir, sizeof e.dir, "%s", dir);
+  snprintf(p, sizeof p, "%s/shards", d);
+  assert_int_equal(felix_open_dir(AT_FDCWD, p, &fd, &err), FELIX_OK);
+  assert_int_equal(felix_rp_journal_write(fd, p, sid, &e, 1, &err), FELIX_OK);
   close(fd);
 }
 
-#define OLD "shards/.replaced-" SHARD_DIR
-#define NEW "shards/" SHARD_DIR
+#define OTHER_SID "0123456789abcdef0123456789abcdef"
+#define JOURNAL_FILE "shards/.restore-journal"
+#define ADDED "shards/added_0-b54cda2600004000"
 
 static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   (void)s;
@@ -446,15 +454,8 @@ static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   snprintf(p, sizeof p, "%s/" NEW, d);
   snprintf(q, sizeof q, "%s/" OLD, d);
   touch(d, NEW "/old-marker");
-  /* stopped between the two renames: the old copy is only under .replaced- */
-  assert_int_equal(rename(p, q), 0);
-  char *rs_path = tu_path(d, "run-state");
-  unlink(rs_path);
-  free(rs_path);
-  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
-  assert_true(exists(d, NEW "/old-marker"));
-  assert_false(exists(d, OLD));
-  /* stopped after some swaps, before the identity: undone, the old copy comes back */
+  /* swapped, identity not written: undone, the old copy comes back */
+  write_journal(d, OTHER_SID, SHARD_DIR, true);
   assert_int_equal(rename(p, q), 0);
   assert_int_equal(mkdir(p, 0755), 0);
   touch(d, NEW "/restored-marker");
@@ -462,16 +463,36 @@ static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   assert_true(exists(d, NEW "/old-marker"));
   assert_false(exists(d, NEW "/restored-marker"));
   assert_false(exists(d, OLD));
-  /* stopped after the identity was written: finished, the old copy goes */
+  assert_false(exists(d, JOURNAL_FILE));
+  /* stopped before its swap: the old copy stays as it is */
+  write_journal(d, OTHER_SID, SHARD_DIR, true);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
+  assert_true(exists(d, NEW "/old-marker"));
+  /* a restored copy that had no old one: undone means removed */
+  write_journal(d, OTHER_SID, "added_0-b54cda2600004000", false);
+  char added[4400];
+  snprintf(added, sizeof added, "%s/" ADDED, d);
+  assert_int_equal(mkdir(added, 0755), 0);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
+  assert_false(exists(d, ADDED));
+  /* the identity was written: finished, the old copy goes */
+  char *sid = read_text(d, "storage-id");
+  sid[32] = '\0';
+  write_journal(d, sid, SHARD_DIR, true);
+  free(sid);
   assert_int_equal(rename(p, q), 0);
   assert_int_equal(mkdir(p, 0755), 0);
   touch(d, NEW "/restored-marker");
-  write_run_state(d, "/backups/one");
   assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK);
   assert_true(exists(d, NEW "/restored-marker"));
   assert_false(exists(d, OLD));
-  /* and a create refuses a directory a restore left midway */
+  assert_false(exists(d, JOURNAL_FILE));
+  /* a copy moved aside with no journal: nothing says which way, so refused */
   assert_int_equal(mkdir(q, 0755), 0);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_E_CORRUPT);
+  assert_non_null(strstr(err.msg, "no .restore-journal says whether that restore finished"));
+  assert_true(exists(d, OLD));
+  /* and a create refuses a directory a restore left midway */
   char to[4200], *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_E_REFUSED);

@@ -135,6 +135,7 @@ typedef struct felix_rp_restore_result {
   size_t shards, files;
   uint64_t bytes;
   bool run_state_removed; /* on failure: the next start rotates the storage id */
+  bool finished;          /* on failure: the new storage id was on disk (settling keeps the restore) */
 } felix_rp_restore_result;
 
 /* Writes the selected shards of a verified point into a data directory no
@@ -145,12 +146,29 @@ typedef struct felix_rp_restore_result {
 felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
                               felix_rp_restore_result *res, felix_err *err);
 
-/* After a restore that stopped midway, in data_dir/shards: when run-state
- * shows the restore finished (restored_from), removes each .replaced-<dir>;
- * otherwise removes the restored <dir> and renames .replaced-<dir> back.
- * Settles every copy it can and returns the first failure. The broker runs
- * it at start, under the lock, before it lists its copies. */
+/* After a restore that stopped midway (rp_journal.c): finishes it when its
+ * journal's storage id is the directory's, undoes it otherwise; refuses
+ * .replaced- copies without a journal. Settles every copy it can and returns
+ * the first failure. The broker runs it at start, under the lock, before it
+ * lists its copies, and refuses to start when it fails. */
 felix_status felix_rp_settle_leftovers(const char *data_dir, felix_err *err);
+
+/* One copy a restore swaps in: whether an old copy was there (and is moved
+ * to .replaced-<dir>). */
+typedef struct felix_rp_journal_entry {
+  char dir[300];
+  bool existed;
+} felix_rp_journal_entry;
+/* Writes shards/.restore-journal, durably, before the first swap. */
+felix_status felix_rp_journal_write(int shards_fd, const char *shards_dir, const char *new_sid,
+                                    const felix_rp_journal_entry *e, size_t n, felix_err *err);
+/* After the new storage id is on disk: removes the .replaced- copies of the
+ * entries, fsyncs, then removes the journal and fsyncs. */
+felix_status felix_rp_journal_finish(int shards_fd, const char *shards_dir, const felix_rp_journal_entry *e,
+                                     size_t n, felix_err *err);
+/* Reads a small regular file whole (no link, no FIFO; at most max bytes). */
+felix_status felix_rp_read_small(int dirfd, const char *name, const char *what, size_t max, char **out,
+                                 size_t *len, felix_err *err);
 
 /* Internal helpers shared by the rp_*.c files. */
 /* Copies (or, when link_ok and the file systems allow, hard-links) from_dirfd/name
