@@ -176,8 +176,8 @@ int broker_start_storage(broker *b) {
   if (felix_open_dir(AT_FDCWD, b->cfg.data_dir, &b->dirfd, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (felix_dir_lock_acquire(b->dirfd, b->cfg.data_dir, &b->lock, &err)) return fail(err.msg, felix_exit_code_of(err.status));
   if (broker_remove_leftovers(b))
-    return fail("a restore-point restore stopped midway and what it left cannot be settled (see the log above); "
-                "fix the cause and start again, or run the restore again", FELIX_EXIT_FAILURE);
+    return fail("a restore-point restore stopped midway and what it left cannot be settled (see the log above: "
+                "it names the file); fix that cause and start again", FELIX_EXIT_FAILURE);
   int rc = broker_open_shards(b);
   if (!rc) rc = decide_identity(b);
   for (shard *s = b->shards; s && !rc; s = s->next)

@@ -274,6 +274,7 @@ int rp_cmd_restore(rp_args *a) {
   if (st) {
     felix_rp_manifest_free(&m);
     const char *hint = st == FELIX_E_BUSY ? "stop the broker first (SIGTERM drains it); restore writes only into a directory no broker holds"
+                       : res.outcome_unknown ? "storage-id could not be read back: the next broker start decides from it whether this restore finished; check felix-inspect run-state first"
                        : res.finished ? "the restore is complete (its storage id is on disk); the next broker start removes what it left"
                        : res.run_state_removed ? "the restore did not finish: the next broker start (or restore) puts every old copy back, and the directory gets a new storage id; run restore again once the cause is fixed"
                                                : NULL;

@@ -410,7 +410,7 @@ static felix_status check_no_interrupted_restore(const char *data_dir, felix_err
   struct dirent *de;
   felix_status st = FELIX_OK;
   while (d && !st && (de = readdir(d)) != NULL)
-    if (!strncmp(de->d_name, ".replaced-", 10))
+    if (!strncmp(de->d_name, ".replaced-", 10) || !strcmp(de->d_name, ".restore-journal"))
       st = felix_fail(err, FELIX_E_REFUSED, "%s/%s: a restore stopped midway here; start the broker (it settles it) or run the restore again first",
                       p, de->d_name);
   if (d) closedir(d);

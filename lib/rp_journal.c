@@ -36,6 +36,7 @@
 #include "felix/fileutil.h"
 
 #define JOURNAL ".restore-journal"
+#define JOURNAL_MAX (64u << 20) /* the reader's limit, checked by the writer too */
 
 felix_status felix_rp_journal_write(int shards_fd, const char *shards_dir, const char *new_sid,
                                     const felix_rp_journal_entry *e, size_t n, felix_err *err) {
@@ -46,7 +47,8 @@ felix_status felix_rp_journal_write(int shards_fd, const char *shards_dir, const
   for (size_t i = 0; i < n; i++)
     len += (size_t)snprintf(buf + len, cap - len, "copy=%s %s\n", e[i].dir, e[i].existed ? "existed" : "new");
   snprintf(what, sizeof what, "%.4200s/%s", shards_dir, JOURNAL);
-  felix_status st = felix_write_file_atomic(shards_fd, JOURNAL, buf, len, what, err);
+  felix_status st = len > JOURNAL_MAX ? felix_fail(err, FELIX_E_INVAL, "%s: %zu copies are more than one restore can record; restore fewer with --shard", what, n)
+                                      : felix_write_file_atomic(shards_fd, JOURNAL, buf, len, what, err);
   free(buf);
   return st;
 }
@@ -63,9 +65,14 @@ static felix_status parse_line(char *line, size_t at, const char *what, journal 
     snprintf(j->sid, sizeof j->sid, "%s", line + 11);
     return FELIX_OK;
   }
-  if (strncmp(line, "copy=", 5) || !(sp = strrchr(line, ' ')) || (strcmp(sp, " existed") && strcmp(sp, " new")) ||
-      sp - (line + 5) < 1 || sp - (line + 5) >= 300 || memchr(line + 5, '/', (size_t)(sp - line - 5)))
-    return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: expected storage_id=HEX or copy=DIR existed|new", what, at);
+  char dir[300], stream[128], uuid16[17];
+  uint32_t shard;
+  bool shaped = !strncmp(line, "copy=", 5) && (sp = strrchr(line, ' ')) && (!strcmp(sp, " existed") || !strcmp(sp, " new")) &&
+                sp - (line + 5) >= 1 && sp - (line + 5) < (long)sizeof dir;
+  if (shaped) snprintf(dir, sizeof dir, "%.*s", (int)(sp - line - 5), line + 5);
+  /* only a shard directory's name: never "..", ".", a path or a dot-name */
+  if (!shaped || dir[0] == '.' || strchr(dir, '/') || !felix_shard_dir_parse(dir, stream, sizeof stream, &shard, uuid16))
+    return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: expected storage_id=HEX or copy=SHARD-DIR existed|new", what, at);
   felix_rp_journal_entry *ne = realloc(j->e, (j->n + 1) * sizeof *ne);
   if (!ne) return felix_fail(err, FELIX_E_IO, "out of memory");
   j->e = ne;
@@ -80,7 +87,7 @@ static felix_status read_journal(int shards_fd, const char *shards_dir, journal 
   size_t len;
   memset(j, 0, sizeof *j);
   snprintf(what, sizeof what, "%.4200s/%s", shards_dir, JOURNAL);
-  felix_status st = felix_rp_read_small(shards_fd, JOURNAL, what, 4u << 20, &buf, &len, err);
+  felix_status st = felix_rp_read_small(shards_fd, JOURNAL, what, JOURNAL_MAX, &buf, &len, err);
   *found = st != FELIX_E_NOTFOUND;
   if (st) return st == FELIX_E_NOTFOUND ? FELIX_OK : st;
   for (size_t at = 0; !st && at < len;) {
@@ -117,23 +124,33 @@ static felix_status settle_copy(int fd, const char *shards_dir, const felix_rp_j
   return st;
 }
 
-/* Whether data_dir/storage-id holds sid. */
-static bool storage_id_is(const char *data_dir, const char *sid) {
+felix_status felix_rp_storage_id_is(const char *data_dir, const char *sid, bool *is, felix_err *err) {
   int fd;
-  felix_err e;
   felix_storage_id cur;
-  if (felix_open_dir(AT_FDCWD, data_dir, &fd, &e)) return false;
-  bool is = felix_storage_id_load(fd, data_dir, &cur, &e) == FELIX_OK && !strcmp(cur.hex, sid);
+  *is = false;
+  felix_status st = felix_open_dir(AT_FDCWD, data_dir, &fd, err);
+  if (st) return st;
+  st = felix_storage_id_load(fd, data_dir, &cur, err);
   close(fd);
-  return is;
+  if (st == FELIX_E_NOTFOUND) return FELIX_OK; /* a directory that never had one: not this restore's */
+  if (st) return st; /* unreadable or malformed: nothing says which way, so no guess */
+  *is = !strcmp(cur.hex, sid);
+  return FELIX_OK;
 }
 
-static felix_status refuse_orphans(const char *shards_dir, felix_err *err) {
+static bool listed(const journal *j, const char *replaced) {
+  for (size_t i = 0; i < j->n; i++)
+    if (!strcmp(replaced + strlen(".replaced-"), j->e[i].dir)) return true;
+  return false;
+}
+
+/* A .replaced- copy that no journal entry (j, or none) accounts for. */
+static felix_status refuse_orphans(const char *shards_dir, const journal *j, felix_err *err) {
   DIR *d = opendir(shards_dir);
   struct dirent *de;
   felix_status st = FELIX_OK;
   while (d && !st && (de = readdir(d)) != NULL)
-    if (!strncmp(de->d_name, ".replaced-", 10))
+    if (!strncmp(de->d_name, ".replaced-", 10) && !(j && listed(j, de->d_name)))
       st = felix_fail(err, FELIX_E_CORRUPT, "%s/%s: a copy a restore moved aside, but no %s says whether that restore finished",
                       shards_dir, de->d_name, JOURNAL);
   if (d) closedir(d);
@@ -164,10 +181,11 @@ felix_status felix_rp_settle_leftovers(const char *data_dir, felix_err *err) {
   if (st) return st == FELIX_E_NOTFOUND ? FELIX_OK : st;
   journal j;
   bool found;
+  bool finished = false;
   st = read_journal(fd, shards_dir, &j, &found, err);
-  if (!st && !found) st = refuse_orphans(shards_dir, err);
+  if (!st) st = refuse_orphans(shards_dir, found ? &j : NULL, err);
+  if (!st && found) st = felix_rp_storage_id_is(data_dir, j.sid, &finished, err);
   if (!st && found) {
-    bool finished = storage_id_is(data_dir, j.sid);
     for (size_t i = 0; i < j.n; i++) {
       felix_err one;
       felix_status s1 = settle_copy(fd, shards_dir, &j.e[i], finished, &one);

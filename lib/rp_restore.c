@@ -441,7 +441,9 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   }
   if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
   if (!st) st = write_identity(c, res, err); /* the restore is finished once its storage id is on disk */
-  res->finished = !st;
+  felix_err check;
+  /* even when writing run-state (or a directory sync) failed, the id may be there: say so */
+  if (felix_rp_storage_id_is(c->o->data_dir, c->new_sid, &res->finished, &check)) res->outcome_unknown = true;
   if (!st) st = felix_rp_journal_finish(c->shards_fd, shards, je, nj, err);
   free(je);
   res->bytes = c->done;

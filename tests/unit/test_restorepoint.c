@@ -492,7 +492,29 @@ static void leftovers_of_a_stopped_restore_are_settled(void **s) {
   assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_E_CORRUPT);
   assert_non_null(strstr(err.msg, "no .restore-journal says whether that restore finished"));
   assert_true(exists(d, OLD));
-  /* and a create refuses a directory a restore left midway */
+  rmdir(q);
+  /* a journal naming something other than a shard directory is refused, nothing removed */
+  tu_write(d, JOURNAL_FILE, "storage_id=" OTHER_SID "\ncopy=.. new\n", strlen("storage_id=" OTHER_SID "\ncopy=.. new\n"));
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_E_CORRUPT);
+  assert_non_null(strstr(err.msg, "expected storage_id=HEX or copy=SHARD-DIR"));
+  assert_true(exists(d, "storage-id"));
+  assert_true(exists(d, NEW "/restored-marker"));
+  /* an unreadable storage-id decides nothing: the journal and both copies stay */
+  write_journal(d, OTHER_SID, SHARD_DIR, true);
+  assert_int_equal(rename(p, q), 0);
+  assert_int_equal(mkdir(p, 0755), 0);
+  char *sid_text = read_text(d, "storage-id");
+  tu_write(d, "storage-id", "not hex\n", 8);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_E_CORRUPT);
+  assert_true(exists(d, OLD));
+  assert_true(exists(d, JOURNAL_FILE));
+  tu_write(d, "storage-id", sid_text, strlen(sid_text));
+  free(sid_text);
+  assert_int_equal(felix_rp_settle_leftovers(d, &err), FELIX_OK); /* readable again: undone */
+  assert_true(exists(d, NEW "/restored-marker")); /* what was at .replaced- is back */
+  assert_false(exists(d, JOURNAL_FILE));
+  /* and a create refuses a directory a restore left midway (a journal is enough) */
+  write_journal(d, OTHER_SID, "added_0-b54cda2600004000", false);
   char to[4200], *t = temp_point(to, sizeof to);
   felix_rp_manifest m;
   assert_int_equal(create_point(d, to, &m, &err), FELIX_E_REFUSED);

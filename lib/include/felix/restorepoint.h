@@ -136,6 +136,7 @@ typedef struct felix_rp_restore_result {
   uint64_t bytes;
   bool run_state_removed; /* on failure: the next start rotates the storage id */
   bool finished;          /* on failure: the new storage id was on disk (settling keeps the restore) */
+  bool outcome_unknown;   /* on failure: storage-id could not be read back */
 } felix_rp_restore_result;
 
 /* Writes the selected shards of a verified point into a data directory no
@@ -166,6 +167,9 @@ felix_status felix_rp_journal_write(int shards_fd, const char *shards_dir, const
  * entries, fsyncs, then removes the journal and fsyncs. */
 felix_status felix_rp_journal_finish(int shards_fd, const char *shards_dir, const felix_rp_journal_entry *e,
                                      size_t n, felix_err *err);
+/* *is: data_dir/storage-id holds sid (false when it has none). An
+ * unreadable or malformed storage-id is an error, never a "no". */
+felix_status felix_rp_storage_id_is(const char *data_dir, const char *sid, bool *is, felix_err *err);
 /* Reads a small regular file whole (no link, no FIFO; at most max bytes). */
 felix_status felix_rp_read_small(int dirfd, const char *name, const char *what, size_t max, char **out,
                                  size_t *len, felix_err *err);
