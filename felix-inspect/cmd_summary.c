@@ -2,6 +2,7 @@
  * the ballot subcommand. */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,31 @@ static void print_shard(const felix_shard_survey *s, const next_start *ns) {
            s->problems.items[i].detail);
 }
 
+/* What an interrupted copy creation, deletion or restore left in shards/:
+ * the next broker start settles each (a restore's, by its journal). */
+static const char *leftover_kind(const char *name) {
+  if (!strcmp(name, ".restore-journal")) return "journal of a restore that stopped midway: the next start finishes or undoes it";
+  if (!strncmp(name, ".replaced-", 10)) return "a copy a restore moved aside: the next start removes it or puts it back";
+  if (!strncmp(name, ".new-", 5)) return "a copy half made (by a restore or a new copy): the next start removes it";
+  if (!strncmp(name, ".deleting-", 10)) return "a deleted copy not yet removed: the next start removes it";
+  return NULL;
+}
+
+static void add_leftovers(const char *dir, cJSON *j) {
+  char p[4200];
+  snprintf(p, sizeof p, "%.4100s/shards", dir);
+  DIR *d = opendir(p);
+  cJSON *arr = j ? cJSON_AddArrayToObject(j, "leftovers") : NULL;
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    const char *kind = leftover_kind(de->d_name);
+    if (!kind) continue;
+    if (arr) cJSON_AddItemToArray(arr, cJSON_CreateString(de->d_name));
+    else printf("leftover:     shards/%s: %s\n", de->d_name, kind);
+  }
+  if (d) closedir(d);
+}
+
 static pid_t lock_holder(const char *dir) {
   int fd;
   if (felix_open_dir(AT_FDCWD, dir, &fd, NULL)) return 0;
@@ -132,13 +158,16 @@ int cmd_summary(const inspect_opts *o) {
   cJSON *j = o->json ? inspect_next_start_json(&ns) : NULL, *arr = NULL;
   if (j) {
     cJSON_AddItemToObject(j, "locked_by_pid", holder ? cJSON_CreateNumber(holder) : cJSON_CreateNull());
+    add_leftovers(dir, j);
     arr = cJSON_AddArrayToObject(j, "shards");
   } else {
     printf("data directory %s\n", dir);
     inspect_next_start_print(&ns);
     printf("lock:         %s", holder ? "held by a running broker, pid " : "not held");
     if (holder) printf("%ld (what you see may change under you)", (long)holder);
-    printf("\nshards:       %zu\n", n);
+    printf("\n");
+    add_leftovers(dir, NULL);
+    printf("shards:       %zu\n", n);
   }
   for (size_t i = 0; i < n; i++) {
     char path[4200];

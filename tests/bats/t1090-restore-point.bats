@@ -270,6 +270,20 @@ name" --data-dir r
   run -0 inspect verify target
 }
 
+@test "felix-inspect names what an interrupted restore left, and the broker's next start would settle" {
+  make_dir d
+  o=$(basename "$(shard_of d orders 0)")
+  mv "d/shards/$o" "d/shards/.replaced-$o"
+  printf 'storage_id=%s\ncopy=%s existed\n' 0123456789abcdef0123456789abcdef "$o" >d/shards/.restore-journal
+  run -0 inspect d
+  assert_line "leftover:     shards/.replaced-$o: a copy a restore moved aside: the next start removes it or puts it back"
+  assert_line --partial "leftover:     shards/.restore-journal: journal of a restore that stopped midway"
+  run -0 inspect --json d
+  [ "$(jget 'sorted(j["leftovers"])' <<<"$output")" = "[\".replaced-$o\", \".restore-journal\"]" ]
+  run -4 rp create --data-dir d --to one
+  assert_output --partial "a restore stopped midway here"
+}
+
 @test "progress goes to stderr on a terminal only" {
   mkdata d orders 0 3000 --payload-size 200 >/dev/null
   run -0 --separate-stderr rp create --data-dir d --to quiet
