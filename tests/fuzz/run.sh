@@ -20,11 +20,11 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 
 out=build/fuzz
-targets="fuzz_segment fuzz_smallfiles fuzz_wire"
+targets="fuzz_segment fuzz_smallfiles fuzz_wire fuzz_manifest"
 base="-g -O1 -std=gnu11 -Wall -Wextra -Ilib/include -Ilib -D_GNU_SOURCE"
 # -fno-sanitize-recover: undefined behaviour must stop the run, not scroll by.
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
-libs="-lz -lpthread"
+libs="-lcjson -lz -lpthread" # the library parses restore-point manifests with cJSON
 mkdir -p "$out"
 
 build_target() { # name
@@ -54,6 +54,11 @@ seed_smallfiles() { # dir
   printf 'state=running\nfsync_mode=none\nboot_id=b\npid=1\nsince=x\n' >"$d/regress-boot-id-no-source"
 }
 
+seed_manifest() { # dir: manifests with valid digests, written by the target built as a program
+  clang $base -DFELIX_FUZZ_SEEDS tests/fuzz/fuzz_manifest.c lib/*.c $libs -o "$out/seed_manifest" \
+    >"$out/seed_manifest.build.log" 2>&1 && "$out/seed_manifest" "$1"
+}
+
 seed_wire() { # dir: bodies of a publish (one record "hi") and a fetch of stream "s"
   printf '\000\001s\000\000\000\001\001\000\000\000\001\000\000\000\000\000\000\000\011\000\000\000\002hi' >"$1/publish"
   printf '\000\001s\000\000\000\000\000\000\000\000\000\000\000\005\000\000\000\012\000\000\020\000\000\000\003\350' >"$1/fetch"
@@ -78,6 +83,7 @@ run_target() { # name
   fuzz_smallfiles) seed_smallfiles "$corpus"; write_dict "$out/smallfiles.dict"
     extra="-max_len=2048 -dict=$out/smallfiles.dict" ;;
   fuzz_wire) seed_wire "$corpus"; extra="-max_len=4096" ;;
+  fuzz_manifest) seed_manifest "$corpus" || return 1; extra="-max_len=8192" ;;
   esac
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$out/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
