@@ -1,14 +1,15 @@
 /* cmd_summary.c — the one screen that answers "what is this directory?", and
  * the ballot subcommand. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "felix/fileutil.h"
+#include "felix/restorepoint.h"
 #include "felix/survey.h"
 #include "inspect.h"
 
@@ -114,8 +115,8 @@ static void print_shard(const felix_shard_survey *s, const next_start *ns) {
 /* What an interrupted copy creation, deletion or restore left in shards/:
  * the next broker start settles each (a restore's, by its journal). */
 static const char *leftover_kind(const char *name) {
-  if (!strcmp(name, ".restore-journal")) return "journal of a restore that stopped midway: the next start finishes or undoes it";
-  if (!strncmp(name, ".replaced-", 10)) return "a copy a restore moved aside: the next start removes it or puts it back";
+  if (!strcmp(name, FELIX_RP_JOURNAL)) return "journal of a restore that stopped midway: the next start finishes or undoes it";
+  if (!strncmp(name, FELIX_RP_REPLACED, strlen(FELIX_RP_REPLACED))) return "a copy a restore moved aside: the next start removes it or puts it back";
   if (!strncmp(name, ".new-", 5)) return "a copy half made (by a restore or a new copy): the next start removes it";
   if (!strncmp(name, ".deleting-", 10)) return "a deleted copy not yet removed: the next start removes it";
   return NULL;

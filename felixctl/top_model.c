@@ -91,9 +91,13 @@ size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **ou
   const cJSON *s;
   cJSON_ArrayForEach(s, shards) {
     if (n == cap) break;
-    char line[512];
-    top_shard_line(s, line, sizeof line, (int)sizeof line - 1);
-    if (!filter || !filter[0] || strstr(line, filter)) out[n++] = s;
+    bool keep = !filter || !filter[0];
+    if (!keep) { /* the line is formatted only to be searched */
+      char line[512];
+      top_shard_line(s, line, sizeof line, (int)sizeof line - 1);
+      keep = strstr(line, filter) != NULL;
+    }
+    if (keep) out[n++] = s;
   }
   qsort(out, n, sizeof *out, cmp_shards);
   return n;

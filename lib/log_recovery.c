@@ -171,10 +171,8 @@ static felix_status recover_sealed(felix_log *log, log_seg *s, const char *path,
 static felix_status recover_newest(felix_log *log, log_seg *s, const char *path,
                                    felix_recovery_report *rep, felix_err *err) {
   felix_seg_scan sc;
-  struct stat sb;
   /* the newest segment is the one appends (and a torn-tail cut) write into */
-  felix_status st = fstat(s->fd, &sb) == 0 ? log_seg_unshare(log, s, (uint64_t)sb.st_size, err)
-                                           : felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: stat %s", log->shard, path);
+  felix_status st = log_seg_unshare(log, s, UINT64_MAX, err);
   if (st) return st;
   bool have_index = load_index(log, s);
   st = full_scan(log, s, path, true, &sc, err);

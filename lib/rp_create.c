@@ -33,6 +33,7 @@
 
 #include "felix/datadir.h"
 #include "felix/fileutil.h"
+#include "felix/log.h"
 #include "felix/segment.h"
 #include "felix/survey.h"
 
@@ -169,7 +170,7 @@ static felix_status check_segment(int dst_dirfd, const char *src_path, const seg
   snprintf(what, sizeof what, "%.4300s/%s", src_path, e->name);
   int fd = openat(dst_dirfd, e->name, newest ? O_RDWR | O_CLOEXEC : O_RDONLY | O_CLOEXEC);
   if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "open the copy of %s", what);
-  felix_scan_opts so = {.start_position = FELIX_SEG_HEADER_LEN, .start_offset = e->base, .index_spacing = 4096,
+  felix_scan_opts so = {.start_position = FELIX_SEG_HEADER_LEN, .start_offset = e->base, .index_spacing = FELIX_DEFAULT_INDEX_SPACING,
                         .is_newest = newest, .check_base = true, .expect_base = e->base};
   felix_seg_scan sc;
   felix_status st = felix_seg_scan_fd(fd, what, &so, &sc, err);
@@ -252,6 +253,16 @@ static void shard_reset(felix_rp_shard *sh) {
   sh->nfiles = 0;
 }
 
+/* Reads the small files and the segment list again: *changed when either
+ * differs from what the attempt started from. */
+static felix_status read_again(int src, const char *src_path, const small_set *before, const seg_list *l1,
+                               small_set *after, seg_list *l2, bool *changed, felix_err *err) {
+  felix_status st = small_read(src, src_path, after, err);
+  if (!st) st = list_segments(src, src_path, l2, err);
+  if (!st) *changed = !small_equal(before, after) || !segments_kept(l1, l2);
+  return st;
+}
+
 /* One attempt; *changed when the copy moved under us (the attempt is void). */
 static felix_status snapshot_once(create_ctx *c, int src, const char *src_path, int dst, const char *dst_path,
                                   felix_rp_shard *sh, bool *changed, felix_err *err) {
@@ -265,14 +276,13 @@ static felix_status snapshot_once(create_ctx *c, int src, const char *src_path, 
   if (!st) st = copy_segments(c, src, src_path, dst, dst_path, &l1, sh, err);
   if (st == FELIX_E_NOTFOUND || st == FELIX_E_CORRUPT) { /* moved under us (truncated, recreated), or damaged */
     felix_err again;
-    *changed = st == FELIX_E_NOTFOUND || small_read(src, src_path, &after, &again) || small_equal(&before, &after) == false ||
-               list_segments(src, src_path, &l2, &again) || !segments_kept(&l1, &l2);
-    if (*changed) st = FELIX_OK;
+    bool moved = true; /* a shard that cannot even be read again has moved too */
+    if (st == FELIX_E_CORRUPT) (void)read_again(src, src_path, &before, &l1, &after, &l2, &moved, &again);
+    *changed = moved;
+    if (moved) st = FELIX_OK;
   }
   if (!st && !*changed) st = write_small(dst, dst_path, &before, sh, err);
-  if (!st && !*changed) st = small_read(src, src_path, &after, err);
-  if (!st && !*changed) st = list_segments(src, src_path, &l2, err);
-  if (!st && !*changed) *changed = !small_equal(&before, &after) || !segments_kept(&l1, &l2);
+  if (!st && !*changed) st = read_again(src, src_path, &before, &l1, &after, &l2, changed, err);
   if (!st && !*changed) st = describe_shard(&before, src_path, sh, err);
   if (!st && !*changed && fsync(dst) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s", dst_path);
   small_free(&before);
@@ -410,7 +420,7 @@ static felix_status check_no_interrupted_restore(const char *data_dir, felix_err
   struct dirent *de;
   felix_status st = FELIX_OK;
   while (d && !st && (de = readdir(d)) != NULL)
-    if (!strncmp(de->d_name, ".replaced-", 10) || !strcmp(de->d_name, ".restore-journal"))
+    if (!strncmp(de->d_name, FELIX_RP_REPLACED, strlen(FELIX_RP_REPLACED)) || !strcmp(de->d_name, FELIX_RP_JOURNAL))
       st = felix_fail(err, FELIX_E_REFUSED, "%s/%s: a restore stopped midway here; start the broker (it settles it) or run the restore again first",
                       p, de->d_name);
   if (d) closedir(d);

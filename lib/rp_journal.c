@@ -35,7 +35,7 @@
 #include "felix/datadir.h"
 #include "felix/fileutil.h"
 
-#define JOURNAL ".restore-journal"
+#define JOURNAL FELIX_RP_JOURNAL
 #define JOURNAL_MAX (64u << 20) /* the reader's limit, checked by the writer too */
 
 felix_status felix_rp_journal_write(int shards_fd, const char *shards_dir, const char *new_sid,
@@ -114,7 +114,7 @@ static felix_status remove_in(const char *shards_dir, const char *name, felix_er
 static felix_status settle_copy(int fd, const char *shards_dir, const felix_rp_journal_entry *e, bool finished,
                                 felix_err *err) {
   char old[320];
-  snprintf(old, sizeof old, ".replaced-%s", e->dir);
+  snprintf(old, sizeof old, FELIX_RP_REPLACED "%s", e->dir);
   if (finished) return present(fd, old) ? remove_in(shards_dir, old, err) : FELIX_OK;
   if (!e->existed) return present(fd, e->dir) ? remove_in(shards_dir, e->dir, err) : FELIX_OK;
   if (!present(fd, old)) return FELIX_OK; /* never swapped: the old copy is still in place */
@@ -140,7 +140,7 @@ felix_status felix_rp_storage_id_is(const char *data_dir, const char *sid, bool 
 
 static bool listed(const journal *j, const char *replaced) {
   for (size_t i = 0; i < j->n; i++)
-    if (!strcmp(replaced + strlen(".replaced-"), j->e[i].dir)) return true;
+    if (!strcmp(replaced + strlen(FELIX_RP_REPLACED), j->e[i].dir)) return true;
   return false;
 }
 
@@ -150,7 +150,7 @@ static felix_status refuse_orphans(const char *shards_dir, const journal *j, fel
   struct dirent *de;
   felix_status st = FELIX_OK;
   while (d && !st && (de = readdir(d)) != NULL)
-    if (!strncmp(de->d_name, ".replaced-", 10) && !(j && listed(j, de->d_name)))
+    if (!strncmp(de->d_name, FELIX_RP_REPLACED, strlen(FELIX_RP_REPLACED)) && !(j && listed(j, de->d_name)))
       st = felix_fail(err, FELIX_E_CORRUPT, "%s/%s: a copy a restore moved aside, but no %s says whether that restore finished",
                       shards_dir, de->d_name, JOURNAL);
   if (d) closedir(d);

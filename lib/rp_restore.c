@@ -9,18 +9,17 @@
  *      the manifest again, index rebuilt, ballot rewritten: new copy id, the
  *      new storage id, leader=none); a failure removes them all and leaves
  *      the old copies as they were;
- *   3. the journal is written, then each copy swapped in: shards/<dir> ->
- *      shards/.replaced-<dir>, then shards/.new-<dir> -> shards/<dir>;
- *   4. the new storage-id is written, then run-state: stopped,
- *      restored_from=<point>; only then are the .replaced- copies removed.
- * Before the first swap the restore writes its journal (rp_journal.c); it
- * is finished once the new storage id is on disk, and then removes the
- * .replaced- copies and the journal. A crash leaves .new- (the broker
- * removes it), .replaced- directories and the journal: settling (the broker
- * at start, which refuses to start if it fails, and the next restore)
- * finishes a finished restore and undoes any other. A restore is all or
- * nothing; after an undone one run-state is gone, so the storage id rotates
- * at the next start.
+ *   3. the journal (rp_journal.c) is written, then each copy swapped in:
+ *      shards/<dir> -> shards/.replaced-<dir>, then shards/.new-<dir> ->
+ *      shards/<dir>;
+ *   4. the new storage-id is written (the restore is now finished), then
+ *      run-state: stopped, restored_from=<point>; then the .replaced- copies
+ *      are removed and the journal last.
+ * A crash leaves .new- (the broker removes it), .replaced- directories and
+ * the journal: settling (the broker at start, which refuses to start if it
+ * fails, and the next restore) finishes a finished restore and undoes any
+ * other. A restore is all or nothing; after an undone one run-state is gone,
+ * so the storage id rotates at the next start.
  * A copy restored this way is a stranger to the control plane (a storage id
  * it never registered, copy ids it never saw): it is measured before it is
  * trusted, and `placement abandon` can pick it (DESIGN.md §4.4, §4.9).
@@ -235,17 +234,8 @@ static felix_status write_ballot(restore_ctx *c, int src, int dst, const char *s
   size_t len;
   felix_ballot b;
   snprintf(what, sizeof what, "%.4300s/ballot", src_path);
-  int bfd;
-  felix_status st = felix_rp_open_regular(src, "ballot", what, &bfd, err);
+  felix_status st = felix_rp_read_small(src, "ballot", what, f->size, &buf, &len, err); /* larger: refused */
   if (st) return st;
-  buf = malloc(f->size + 2);
-  ssize_t got = buf ? pread(bfd, buf, f->size + 1, 0) : -1;
-  close(bfd);
-  if (got < 0) {
-    free(buf);
-    return felix_fail_errno(err, FELIX_E_IO, errno, "read %s", what);
-  }
-  len = (size_t)got;
   if (len != f->size || (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len) != f->crc32)
     st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
   if (!st) st = felix_ballot_parse(buf, len, what, &b, err);
@@ -327,6 +317,15 @@ static void stage_name(char *out, size_t cap, const char *prefix, const felix_rp
   snprintf(out, cap, "%s%s", prefix, s->dir);
 }
 
+/* The shards of m the restore writes, in manifest order (malloc'd). */
+static const felix_rp_shard **pick(const restore_ctx *c, const felix_rp_manifest *m, size_t *n) {
+  const felix_rp_shard **out = calloc(m->nshards + 1, sizeof *out);
+  *n = 0;
+  for (size_t i = 0; out && i < m->nshards; i++)
+    if (felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) out[(*n)++] = &m->shards[i];
+  return out;
+}
+
 /* Builds shards/.new-<dir>; on failure removes it. */
 static felix_status stage_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
   char stage[320], p[4400];
@@ -347,7 +346,7 @@ static felix_status stage_shard(restore_ctx *c, const felix_rp_shard *s, felix_e
 static felix_status swap_shard(restore_ctx *c, const felix_rp_shard *s, felix_err *err) {
   char stage[320], old[320];
   stage_name(stage, sizeof stage, ".new-", s);
-  stage_name(old, sizeof old, ".replaced-", s);
+  stage_name(old, sizeof old, FELIX_RP_REPLACED, s);
   if (renameat(c->shards_fd, s->dir, c->shards_fd, old) != 0 && errno != ENOENT)
     return felix_fail_errno(err, FELIX_E_IO, errno, "move the copy being replaced aside: %s/shards/%s", c->o->data_dir, s->dir);
   if (renameat(c->shards_fd, stage, c->shards_fd, s->dir) != 0)
@@ -355,12 +354,11 @@ static felix_status swap_shard(restore_ctx *c, const felix_rp_shard *s, felix_er
   return FELIX_OK;
 }
 
-static void remove_prefixed(restore_ctx *c, const felix_rp_manifest *m, const char *prefix) {
-  for (size_t i = 0; i < m->nshards; i++) {
-    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
+static void remove_stages(restore_ctx *c, const felix_rp_shard *const *sel, size_t n) {
+  for (size_t i = 0; i < n; i++) {
     char name[320], p[4400];
     felix_err ignored;
-    stage_name(name, sizeof name, prefix, &m->shards[i]);
+    stage_name(name, sizeof name, ".new-", sel[i]);
     snprintf(p, sizeof p, "%.4000s/shards/%s", c->o->data_dir, name);
     felix_rp_remove_tree(p, &ignored);
   }
@@ -397,6 +395,9 @@ static felix_status write_identity(restore_ctx *c, felix_rp_restore_result *res,
   return felix_run_state_write(c->dirfd, c->o->data_dir, &rs, err);
 }
 
+static felix_status swap_in(restore_ctx *c, const felix_rp_shard *const *sel, size_t n,
+                            felix_rp_restore_result *res, felix_err *err);
+
 static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, felix_rp_restore_result *res,
                                    felix_err *err) {
   felix_storage_id prev;
@@ -415,38 +416,42 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   if (!st && mkdirat(c->dirfd, "shards", 0755) != 0 && errno != EEXIST)
     st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s/shards", c->o->data_dir);
   if (!st) st = felix_open_dir(c->dirfd, "shards", &c->shards_fd, err);
+  size_t n = 0;
+  const felix_rp_shard **sel = st ? NULL : pick(c, m, &n);
+  if (!st && !sel) st = felix_fail(err, FELIX_E_IO, "out of memory");
   /* every copy is built before any is replaced: a failure leaves the old ones */
-  for (size_t i = 0; i < m->nshards && !st; i++)
-    if (felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) st = stage_shard(c, &m->shards[i], err);
-  if (st) {
-    remove_prefixed(c, m, ".new-");
-    return st;
-  }
+  for (size_t i = 0; i < n && !st; i++) st = stage_shard(c, sel[i], err);
+  if (st) remove_stages(c, sel, n);
+  else st = swap_in(c, sel, n, res, err);
+  free(sel);
+  res->bytes = c->done;
+  return st;
+}
+
+/* The journal, the swaps, the new identity, then the journal's end. */
+static felix_status swap_in(restore_ctx *c, const felix_rp_shard *const *sel, size_t n,
+                            felix_rp_restore_result *res, felix_err *err) {
   char shards[4200];
   snprintf(shards, sizeof shards, "%.4100s/shards", c->o->data_dir);
-  felix_rp_journal_entry *je = calloc(m->nshards + 1, sizeof *je);
-  size_t nj = 0;
+  felix_rp_journal_entry *je = calloc(n + 1, sizeof *je);
   if (!je) return felix_fail(err, FELIX_E_IO, "out of memory");
-  for (size_t i = 0; i < m->nshards; i++) {
-    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
+  for (size_t i = 0; i < n; i++) {
     struct stat sb;
-    snprintf(je[nj].dir, sizeof je[nj].dir, "%s", m->shards[i].dir);
-    je[nj++].existed = fstatat(c->shards_fd, m->shards[i].dir, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+    snprintf(je[i].dir, sizeof je[i].dir, "%s", sel[i]->dir);
+    je[i].existed = fstatat(c->shards_fd, sel[i]->dir, &sb, AT_SYMLINK_NOFOLLOW) == 0;
   }
-  st = felix_rp_journal_write(c->shards_fd, shards, c->new_sid, je, nj, err); /* before the first swap */
-  for (size_t i = 0; i < m->nshards && !st; i++) {
-    if (!felix_rp_selected(&c->o->select, m->shards[i].stream, m->shards[i].shard)) continue;
-    st = swap_shard(c, &m->shards[i], err);
-    res->shards++, res->files += m->shards[i].nfiles;
+  felix_status st = felix_rp_journal_write(c->shards_fd, shards, c->new_sid, je, n, err); /* before the first swap */
+  for (size_t i = 0; i < n && !st; i++) {
+    st = swap_shard(c, sel[i], err);
+    res->shards++, res->files += sel[i]->nfiles;
   }
   if (!st && fsync(c->shards_fd) != 0) st = felix_fail_errno(err, FELIX_E_SYNC, errno, "fsync %s/shards", c->o->data_dir);
   if (!st) st = write_identity(c, res, err); /* the restore is finished once its storage id is on disk */
   felix_err check;
   /* even when writing run-state (or a directory sync) failed, the id may be there: say so */
   if (felix_rp_storage_id_is(c->o->data_dir, c->new_sid, &res->finished, &check)) res->outcome_unknown = true;
-  if (!st) st = felix_rp_journal_finish(c->shards_fd, shards, je, nj, err);
+  if (!st) st = felix_rp_journal_finish(c->shards_fd, shards, je, n, err);
   free(je);
-  res->bytes = c->done;
   return st;
 }
 
@@ -466,12 +471,12 @@ felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest 
   size_t flen = strlen(from_abs);
   if (flen < sizeof c.from_abs) memcpy(c.from_abs, from_abs, flen + 1);
   free(from_abs);
-  for (size_t k = 0; k < flen && flen < sizeof c.from_abs; k++)
-    if ((unsigned char)c.from_abs[k] < 32 || c.from_abs[k] == 127)
-      return felix_fail(err, FELIX_E_INVAL, "--from: its path has a control character at byte %zu, which run-state cannot record", k);
   if (flen >= sizeof c.from_abs)
     return felix_fail(err, FELIX_E_INVAL, "--from: its absolute path has %zu characters, more than the %zu run-state can record (%.200s...)",
                       flen, sizeof c.from_abs - 1, o->from);
+  for (size_t k = 0; k < flen; k++)
+    if ((unsigned char)c.from_abs[k] < 32 || c.from_abs[k] == 127)
+      return felix_fail(err, FELIX_E_INVAL, "--from: its path has a control character at byte %zu, which run-state cannot record", k);
   felix_log_config lc;
   st = felix_log_config_from_env(&lc, err);
   if (st) return st;

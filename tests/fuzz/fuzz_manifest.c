@@ -11,14 +11,7 @@
 #include <string.h>
 
 #include "felix/restorepoint.h"
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                   \
-    }                                                                            \
-  } while (0)
+#include "fuzz_check.h"
 
 static void check_names(const felix_rp_manifest *m) {
   for (size_t i = 0; i < m->nshards; i++) {

@@ -24,15 +24,7 @@
 
 #include "felix/bytes.h"
 #include "felix/segment.h"
-
-/* Not assert(): these must hold in every build, NDEBUG or not. */
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                   \
-    }                                                                            \
-  } while (0)
+#include "fuzz_check.h"
 
 /* Small spacing so that inputs of a few KiB already derive several entries. */
 #define NEWEST_SPACING 64u

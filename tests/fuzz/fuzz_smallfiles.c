@@ -16,14 +16,7 @@
 #include "felix/ballot.h"
 #include "felix/datadir.h"
 #include "felix/fileutil.h"
-
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                                   \
-    }                                                                            \
-  } while (0)
+#include "fuzz_check.h"
 
 /* Generous: the largest valid ballot or run-state is well under 1 KiB. */
 #define FORMAT_CAP 4096

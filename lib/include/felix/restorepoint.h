@@ -23,6 +23,9 @@
 #define FELIX_RP_VERSION 1
 #define FELIX_RP_MANIFEST "manifest.json"
 #define FELIX_RP_MARKER ".felix-restore-point" /* written first: the directory is a create's */
+/* In a data directory's shards/, what a restore leaves while it runs. */
+#define FELIX_RP_JOURNAL ".restore-journal"
+#define FELIX_RP_REPLACED ".replaced-" /* + <dir>: an old copy moved aside */
 
 typedef struct felix_rp_file {
   char name[64];     /* a segment name, "ballot", "generations" or "stream" */
