@@ -64,7 +64,7 @@ void log_seg_close(log_seg *s);
  * writes into such a file: before it cuts or appends to one it replaces it,
  * durably, by a private copy of its first `keep` bytes, so the restore point
  * keeps exactly the bytes its manifest vouches for. No-op for a private file.
- * keep is capped at the file's size (UINT64_MAX: all of it). */
+ * keep UINT64_MAX: the whole file. */
 felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_err *err);
 /* Records s's state as written; an append that fails goes back to it. */
 void log_seg_mark_flushed(log_seg *s);

@@ -117,7 +117,7 @@ felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_er
   if (fstat(s->fd, &sb) != 0)
     return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: stat segment %020" PRIu64 ".log", log->shard, s->base);
   if (sb.st_nlink <= 1) return FELIX_OK;
-  if (keep > (uint64_t)sb.st_size) keep = (uint64_t)sb.st_size;
+  if (keep == UINT64_MAX) keep = (uint64_t)sb.st_size; /* a short file with any other keep fails, as it must */
   char name[32], tmp[64], what[4200];
   felix_seg_format_name(name, s->base, ".log");
   snprintf(tmp, sizeof tmp, ".%s.unshare.tmp", name); /* .tmp: recovery removes a leftover */

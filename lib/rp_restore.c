@@ -234,8 +234,17 @@ static felix_status write_ballot(restore_ctx *c, int src, int dst, const char *s
   size_t len;
   felix_ballot b;
   snprintf(what, sizeof what, "%.4300s/ballot", src_path);
-  felix_status st = felix_rp_read_small(src, "ballot", what, f->size, &buf, &len, err); /* larger: refused */
+  int bfd;
+  felix_status st = felix_rp_open_regular(src, "ballot", what, &bfd, err);
   if (st) return st;
+  buf = malloc(f->size + 2);
+  ssize_t got = buf ? pread(bfd, buf, f->size + 1, 0) : -1; /* one byte more shows a longer file */
+  close(bfd);
+  if (got < 0) {
+    free(buf);
+    return felix_fail_errno(err, FELIX_E_IO, errno, "read %s", what);
+  }
+  len = (size_t)got;
   if (len != f->size || (uint32_t)crc32(0L, (const Bytef *)buf, (uInt)len) != f->crc32)
     st = felix_fail(err, FELIX_E_CORRUPT, "%s changed since it was verified (size or CRC-32 differs from the manifest)", what);
   if (!st) st = felix_ballot_parse(buf, len, what, &b, err);
@@ -403,28 +412,30 @@ static felix_status restore_locked(restore_ctx *c, const felix_rp_manifest *m, f
   felix_storage_id prev;
   if (felix_storage_id_load(c->dirfd, c->o->data_dir, &prev, err) == FELIX_OK)
     snprintf(res->previous_storage_id, sizeof res->previous_storage_id, "%s", prev.hex);
+  size_t n = 0;
+  const felix_rp_shard **sel = pick(c, m, &n);
+  if (!sel) return felix_fail(err, FELIX_E_IO, "out of memory");
   felix_status st = felix_rp_settle_leftovers(c->o->data_dir, err); /* an earlier restore that stopped midway */
   if (!st) st = check_room(c->o->data_dir, c->total, err);
   if (!st) st = random_hex(c->new_sid, err);
-  if (st) return st;
   char what[4400];
   snprintf(what, sizeof what, "%.4300s/run-state", c->o->data_dir);
-  if (unlinkat(c->dirfd, "run-state", 0) != 0 && errno != ENOENT)
-    return felix_fail_errno(err, FELIX_E_IO, errno, "remove %s", what);
+  if (!st && unlinkat(c->dirfd, "run-state", 0) != 0 && errno != ENOENT)
+    st = felix_fail_errno(err, FELIX_E_IO, errno, "remove %s", what);
+  if (st) {
+    free(sel);
+    return st;
+  }
   res->run_state_removed = true;
   st = felix_fsync_dir(c->dirfd, what, err);
   if (!st && mkdirat(c->dirfd, "shards", 0755) != 0 && errno != EEXIST)
     st = felix_fail_errno(err, FELIX_E_IO, errno, "create %s/shards", c->o->data_dir);
   if (!st) st = felix_open_dir(c->dirfd, "shards", &c->shards_fd, err);
-  size_t n = 0;
-  const felix_rp_shard **sel = st ? NULL : pick(c, m, &n);
-  if (!st && !sel) st = felix_fail(err, FELIX_E_IO, "out of memory");
   /* every copy is built before any is replaced: a failure leaves the old ones */
   for (size_t i = 0; i < n && !st; i++) st = stage_shard(c, sel[i], err);
   if (st) remove_stages(c, sel, n);
   else st = swap_in(c, sel, n, res, err);
   free(sel);
-  res->bytes = c->done;
   return st;
 }
 
@@ -452,6 +463,7 @@ static felix_status swap_in(restore_ctx *c, const felix_rp_shard *const *sel, si
   if (felix_rp_storage_id_is(c->o->data_dir, c->new_sid, &res->finished, &check)) res->outcome_unknown = true;
   if (!st) st = felix_rp_journal_finish(c->shards_fd, shards, je, n, err);
   free(je);
+  res->bytes = c->done;
   return st;
 }
 
