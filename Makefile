@@ -8,13 +8,18 @@ PREFIX  ?= /usr/local
 BUILD   ?= build
 SAN      = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-LIB_SRC  = $(wildcard lib/*.c)
-LIB_HDR  = $(wildcard lib/*.h lib/include/felix/*.h)
+# Sources are found by folder: one folder per concern (lib/*/README.md).
+LIB_DIRS = storage identity decide wire client restore-point util
+LIB_SRC  = $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.c))
+LIB_HDR  = $(foreach d,$(LIB_DIRS),$(wildcard lib/$(d)/*.h)) $(wildcard lib/include/felix/*.h)
 INSPECT_SRC = $(wildcard felix-inspect/*.c)
-BROKER_SRC = $(wildcard felix-broker/*.c)
+# felix-broker: main.c dispatches to one folder per role (felix-broker/*/README.md).
+BROKER_DIRS = broker control-plane restore-point
+BROKER_SRC = felix-broker/main.c $(foreach d,$(BROKER_DIRS),$(wildcard felix-broker/$(d)/*.c))
+BROKER_HDR = felix-broker/programs.h $(foreach d,$(BROKER_DIRS),$(wildcard felix-broker/$(d)/*.h))
 CTL_SRC  = $(wildcard felixctl/*.c)
-# Control-plane pieces the unit tests link (everything but the program's main).
-CP_TESTABLE = $(filter-out felix-broker/main.c felix-broker/broker_%.c,$(wildcard felix-broker/cp_*.c))
+# The control plane, as the unit tests link it.
+CP_TESTABLE = $(wildcard felix-broker/control-plane/*.c)
 NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
@@ -47,8 +52,8 @@ $(BUILD)/libfelix-san.a: $(patsubst lib/%.c,$(BUILD)/san/%.o,$(LIB_SRC))
 $(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(INSPECT_SRC) $(BUILD)/libfelix.a -lcjson $(LDLIBS) -o $@
 
-$(BUILD)/felix-broker: $(BROKER_SRC) $(wildcard felix-broker/*.h) $(BUILD)/libfelix.a
-	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $(BROKER_SRC) $(BUILD)/libfelix.a $(NETLIBS) $(LDLIBS) -o $@
+$(BUILD)/felix-broker: $(BROKER_SRC) $(BROKER_HDR) $(BUILD)/libfelix.a
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -Ifelix-broker $(BROKER_SRC) $(BUILD)/libfelix.a $(NETLIBS) $(LDLIBS) -o $@
 
 $(BUILD)/gen/felixctl_completions.h: completions/felixctl.bash completions/_felixctl completions/felixctl.fish scripts/embed.sh
 	@mkdir -p $(@D)
@@ -76,7 +81,7 @@ $(BUILD)/tools/felix-mkdata: tests/tools/felix-mkdata.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
-$(BUILD)/cp-san/%.o: felix-broker/%.c $(LIB_HDR) $(wildcard felix-broker/*.h)
+$(BUILD)/cp-san/%.o: felix-broker/%.c $(LIB_HDR) $(BROKER_HDR)
 	@mkdir -p $(@D)
 	@echo "  CC san  $<"
 	@$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker -c $< -o $@

@@ -76,7 +76,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
 # §3.2: "A failed fsync or syncfs means acknowledged data may not be on disk
 # even though the page cache still shows it. The broker fails closed: it first
 # removes its boot token, stops acknowledging, and exits." The periodic
-# flusher (lib/log.c flusher_main -> log_sync_round) only records the error in
+# flusher (lib/storage/log.c flusher_main -> log_sync_round) only records the error in
 # the log's sticky sync_error; nothing in the broker looks at it until the next
 # append. An idle shard's failed flush leaves the token in place, and a crash
 # on the same boot then keeps the storage id (§3.3 row "crashed, same boot").
@@ -108,7 +108,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
     fail "restart after a failed flush kept storage id $sid: $(grep 'msg="storage id' "$C/b1.log" | tail -n 1)"
 }
 
-# The same rule on the drain path: broker_main.c drain_flush/drain_done treat
+# The same rule on the drain path: broker/run.c drain_flush/drain_done treat
 # a failed flush as "drain incomplete" and exit 1 with the boot token still in
 # place, so the next start on this boot keeps the storage id although the
 # flush of acknowledged records failed. The flusher is kept out of the way
@@ -134,8 +134,8 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
 }
 
 # §3.2: "if that directory disappears (ENOENT, link count 0) the shard is
-# refused and comes back only as a new copy". lib/log.c log_sync_round turns
-# the vanished directory into a sticky sync error; broker_data.c
+# refused and comes back only as a new copy". lib/storage/log.c log_sync_round turns
+# the vanished directory into a sticky sync error; broker/data.c
 # handle_publish/held_done then call broker_fail_closed for the whole broker:
 # it removes the boot token and exits, so every other shard goes down and the
 # restart rotates the storage id, making every untouched copy a stranger
@@ -160,7 +160,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
 
 # §5 Shutdown: a drain ends in state=stopped and exit 0. Under on_commit a
 # publish whose sync is still on the thread pool when SIGTERM arrives has its
-# held_done (broker_data.c) run after drain_done (broker_main.c) closed every
+# held_done (broker/data.c) run after drain_done (broker/run.c) closed every
 # log (shard_close sets s->log = NULL): felix_log_get_stats(NULL) -> SIGSEGV,
 # about one drain in two. (held_wait can also still be inside
 # felix_log_wait_held while felix_log_close frees the log.)
@@ -188,7 +188,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
 }
 
 # (e) "a data directory that recovery refuses after an ordinary crash":
-# broker_shard.c shard_delete removes a deleted stream's copy file by file
+# broker/shard.c shard_delete removes a deleted stream's copy file by file
 # (nftw) in place. A SIGKILL midway leaves shards/<copy>/ with segments
 # missing from the middle: recovery refuses it (offset_gap), felix-inspect
 # verify exits 6, and if the ballot went first the copy has no stream uuid

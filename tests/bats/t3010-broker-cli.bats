@@ -162,7 +162,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
 }
 
 @test "run: an unknown flag at the end of the line is named as unknown, not as needing a value" {
-  # BUG (felix-broker/broker_main.c parse_args): the value check comes before
+  # BUG (felix-broker/broker/run.c parse_args): the value check comes before
   # the name check, so "--bogus" last says "--bogus needs a value".
   # shellcheck disable=SC2046
   run -2 --separate-stderr broker run $(run_args) --bogus
@@ -192,7 +192,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
 }
 
 @test "run: a --token-file that cannot be read stops the broker at start, naming the file" {
-  # BUG (felix-broker/broker_cp.c cp_thread_main): an unreadable token file is
+  # BUG (felix-broker/broker/cp_client.c cp_thread_main): an unreadable token file is
   # ignored; the broker runs on with an empty token and retries registration
   # forever, and no log line names the file.
   run --separate-stderr timeout -k 2 5 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/no-such-token" \

@@ -1,5 +1,5 @@
 /* fuzz_manifest.c — libFuzzer target for a restore point's manifest.json
- * parser (lib/rp_manifest.c). A manifest names files that restore copies
+ * parser (lib/restore-point/manifest.c). A manifest names files that restore copies
  * into a data directory, so beyond not crashing or leaking:
  *   - every accepted dir is a shard directory name and every file name a
  *     segment, ballot, generations or stream: no '/', never a dot-name;

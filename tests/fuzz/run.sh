@@ -24,17 +24,18 @@ targets="fuzz_segment fuzz_smallfiles fuzz_wire fuzz_manifest"
 base="-g -O1 -std=gnu11 -Wall -Wextra -Ilib/include -Ilib -D_GNU_SOURCE"
 # -fno-sanitize-recover: undefined behaviour must stop the run, not scroll by.
 san="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all"
+lib_src=$(find lib -name "*.c" | sort) # every folder of the library (lib/*/README.md)
 libs="-lcjson -lz -lpthread" # the library parses restore-point manifests with cJSON
 mkdir -p "$out"
 
 build_target() { # name
-  clang $base $san "tests/fuzz/$1.c" lib/*.c $libs -o "$out/$1" >"$out/$1.build.log" 2>&1
+  clang $base $san "tests/fuzz/$1.c" $lib_src $libs -o "$out/$1" >"$out/$1.build.log" 2>&1
 }
 
 # Segments need valid CRCs, so the segment seeds come from the target's own
 # source built as a plain program that uses the library's encoders.
 seed_segment() { # dir
-  clang $base -DFELIX_FUZZ_SEEDS tests/fuzz/fuzz_segment.c lib/*.c $libs -o "$out/seed_segment" \
+  clang $base -DFELIX_FUZZ_SEEDS tests/fuzz/fuzz_segment.c $lib_src $libs -o "$out/seed_segment" \
     >"$out/seed_segment.build.log" 2>&1 && "$out/seed_segment" "$1"
 }
 
@@ -55,7 +56,7 @@ seed_smallfiles() { # dir
 }
 
 seed_manifest() { # dir: manifests with valid digests, written by the target built as a program
-  clang $base -DFELIX_FUZZ_SEEDS tests/fuzz/fuzz_manifest.c lib/*.c $libs -o "$out/seed_manifest" \
+  clang $base -DFELIX_FUZZ_SEEDS tests/fuzz/fuzz_manifest.c $lib_src $libs -o "$out/seed_manifest" \
     >"$out/seed_manifest.build.log" 2>&1 && "$out/seed_manifest" "$1"
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """wire.py — a minimal independent client of the data protocol (docs/wire.md)
 for the bats tests: it checks the broker against the document, not against
-lib/wire.c. Usage:
+lib/wire/data.c. Usage:
   wire.py publish ADDR STREAM SHARD PAYLOAD...   -> "status=N leader=ADDR first=N count=N"
   wire.py publish-acks ADDR STREAM SHARD ACKS PAYLOAD...  (ACKS 1 quorum, 2 leader, 3 all)
                                                  -> the same, or "closed"

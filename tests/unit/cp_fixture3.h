@@ -7,8 +7,8 @@
 
 #include "testutil.h"
 
-#include "cp_log.h"
-#include "cp_state.h"
+#include "control-plane/log.h"
+#include "control-plane/state.h"
 
 #define INST1 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define INST2 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

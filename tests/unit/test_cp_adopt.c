@@ -1,10 +1,10 @@
-/* test_cp_adopt.c — `stream adopt` in the control-plane engine (cp_adopt.c,
+/* test_cp_adopt.c — `stream adopt` in the control-plane engine (control-plane/adopt.c,
  * DESIGN.md §4.8): a stream the store does not know is rebuilt from the live
  * brokers' inventories, every copy holding records a stranger, every
  * promised generation seen; and each refusal. */
 #include "cp_fixture3.h"
 
-#include "cp_adopt.h"
+#include "control-plane/adopt.h"
 
 #define LOST_UUID "0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"
 #define OTHER_UUID "1b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3"

@@ -3,9 +3,9 @@
  * refused request changes nothing (docs/control-plane-api.md "Authentication"). */
 #include "testutil.h"
 
-#include "cp_auth.h"
-#include "cp_http.h"
-#include "cp_log.h"
+#include "control-plane/auth.h"
+#include "control-plane/http.h"
+#include "control-plane/log.h"
 
 static const cp_tokens toks = {.admin = "admin-secret", .broker = "broker-secret"};
 

@@ -4,9 +4,9 @@
  * §4.6, §4.8). Time is driven by hand through cp_state_tick. */
 #include "testutil.h"
 
-#include "cp_abandon.h"
-#include "cp_log.h"
-#include "cp_state.h"
+#include "control-plane/abandon.h"
+#include "control-plane/log.h"
+#include "control-plane/state.h"
 
 #define SID1 "11111111111111111111111111111111"
 #define SID2 "22222222222222222222222222222222"

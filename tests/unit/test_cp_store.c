@@ -3,8 +3,8 @@
  * schema version, streams, generations and pins (DESIGN.md §4.1, §4.8). */
 #include "testutil.h"
 
-#include "cp_log.h"
-#include "cp_state.h"
+#include "control-plane/log.h"
+#include "control-plane/state.h"
 
 #define SID1 "11111111111111111111111111111111"
 #define INST1 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

@@ -9,8 +9,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "cp_abandon.h"
-#include "cp_api.h"
+#include "control-plane/abandon.h"
+#include "control-plane/api.h"
 #include "felix/replication.h"
 
 static int leader_index(fx *f) {

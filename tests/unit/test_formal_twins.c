@@ -7,8 +7,8 @@
  * the model's one client write (offset 0 of generation 1 unless said). */
 #include "testutil.h"
 
-#include "cp_log.h"
-#include "cp_state.h"
+#include "control-plane/log.h"
+#include "control-plane/state.h"
 #include "felix/identity.h"
 #include "felix/placement.h"
 #include "felix/replication.h"
@@ -36,7 +36,7 @@ static felix_identity_verdict decide_id(felix_fsync_mode mode, const char *last_
  * B loses power (periodic, W unsynced) and comes back on a new boot with its
  * ids kept, so its old measurement and its fence answer count without W.
  * Real: the crash under a relaxed mode on another boot rotates the storage id
- * (then rebind_copy in broker_startup.c renews the copy id, cp_register's
+ * (then rebind_copy in broker/startup.c renews the copy id, cp_register's
  * forget_copies makes the slot a stranger). Without the rule rotate is false. */
 static void twin_no_rotation_on_crash(void **s) {
   (void)s;
@@ -138,7 +138,7 @@ static void twin_fence_counts_any_answer(void **s) {
  * without copy ids it keeps its identity, A is killed, and C's fence counts
  * B's empty copy with its own: a majority without W. Real: the new directory
  * has a new copy id (shard_create_copy; the control plane forgets the old one
- * on "gone", note_copy in cp_decide.c), and its answer under it is not
+ * on "gone", note_copy in control-plane/decide.c), and its answer under it is not
  * counted for the named old one. Floor 0, rank (0,0): only the id refuses. */
 static void twin_no_copy_id(void **s) {
   (void)s;
@@ -157,9 +157,9 @@ static void twin_no_copy_id(void **s) {
  * hwm 1) and both rotate; C (measured 0) is not caught up: no copy eligible.
  * The twin names A again without measuring the followers and counts A's own
  * short copy: A + C form a "majority" without W. Real: no reclaim exists;
- * felix_decide_failover finds no copy (cp_decide.c's failover marks the shard
+ * felix_decide_failover finds no copy (control-plane/decide.c's failover marks the shard
  * NoCaughtUpReplica), and were A named, its stranger slot has no named copy
- * (cp_broker_api.c's assignment sends named_copy_id null), so A's own
+ * (control-plane/broker_api.c's assignment sends named_copy_id null), so A's own
  * promise is not counted. Fails if A's rotated copy were trusted. */
 static void twin_blind_reclaim(void **s) {
   (void)s;
@@ -190,7 +190,7 @@ static void twin_blind_reclaim(void **s) {
  * copy rotates; the reclaim names old leader A and, without the
  * counted-majority guard, A serves its short copy. Real: every slot is a
  * stranger (named none), the fence counts nothing and never completes
- * (fence_evaluate in broker_peer_lead.c finishes only on v.complete); the
+ * (fence_evaluate in broker/peer_lead.c finishes only on v.complete); the
  * failover finds no copy: NoCaughtUpReplica. Fails if a fence could end on
  * fewer than a majority of counted answers. */
 static void twin_reclaim_without_counted_majority(void **s) {
@@ -270,7 +270,7 @@ static void twin_oncommit_ack_without_own_copy(void **s) {
  * A's promise for generation 2, but A keeps appending W2 (offset 1) in
  * generation 1 and counts itself with C (held 2): W2 "committed" and
  * acknowledged in a generation already handed over. Real: take_promise
- * (broker_peer_follow.c) calls shard_stop_leading, so not_serving refuses
+ * (broker/peer_follow.c) calls shard_stop_leading, so not_serving refuses
  * appends, and the pure rules give such a copy no vote: with leader_counts
  * false (the ballot no longer names this process at this generation) the HWM
  * stays 1 and nothing is acknowledged. Fails if leader_counts were ignored. */
@@ -322,7 +322,7 @@ static void twin_no_generation_start_record(void **s) {
 /* twin-cursor-not-reset: B is wiped (new copy b2, empty) and comes back a
  * stranger; A keeps B's old cursor (1, W) under b2, commits with it and
  * clears the stranger; B then wins the fence without W. Real: the cursor
- * reset is measure() in broker_peer_lead.c (a new copy id sets held = 0,
+ * reset is measure() in broker/peer_lead.c (a new copy id sets held = 0,
  * h0 = the leader's log end, ships from the log start); this test replays
  * the pure halves: (1) a measurement carried under the old copy id b1 does
  * not count for the slot's b2; (2) with the reset cursor (held 0 < h0 1) the
@@ -480,7 +480,7 @@ static void twin_returning_leader_by_registration(void **state) {
  * same ids (same boot, token present) and resumes generation 1: two
  * processes acknowledge in it (OneLeaderPerGeneration). Real: a generation
  * belongs to one incarnation. The registration of a new incarnation makes
- * the pinned leader lost (leader_lost in cp_decide.c) and issues generation
+ * the pinned leader lost (leader_lost in control-plane/decide.c) and issues generation
  * 2 = felix_next_generation(1, seen) to the new process, which must fence
  * it; the new process's report for generation 1 is refused (pin by
  * incarnation, felix_judge_report), the old process is no longer anyone
@@ -513,7 +513,7 @@ static void twin_same_id_restart_resumes(void **state) {
 /* twin-copy-id-not-bound: B loses power and its storage-id file; a new
  * storage id is created ("already new": no rotation), but the copy id is
  * not renewed, so its short copy (it lost W; HWM and floor 0) is trusted.
- * Real: rebind_copy (broker_startup.c) renews a copy id made under another
+ * Real: rebind_copy (broker/startup.c) renews a copy id made under another
  * storage id; independently the control plane binds a slot's copy to the
  * storage id it was made under: cp_register's forget_copies makes the slot a
  * stranger even if the same copy id comes back, so no failover picks it.
@@ -623,7 +623,7 @@ static void twin_generation_from_store(void **s) {
  * measured on it); without floors its answer and measurement still count and
  * a fence of B and C drops W. Real: a fence answer below the floor is not
  * counted; a measurement below the floor makes the copy a stranger (so does
- * a registration's inventory, note_copy in cp_decide.c). Fails without floors. */
+ * a registration's inventory, note_copy in control-plane/decide.c). Fails without floors. */
 static void twin_no_floor_check(void **s) {
   (void)s;
   felix_fence_slot f[3] = {

@@ -150,7 +150,7 @@ typedef struct felix_rp_restore_result {
 felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
                               felix_rp_restore_result *res, felix_err *err);
 
-/* After a restore that stopped midway (rp_journal.c): finishes it when its
+/* After a restore that stopped midway (restore-point/journal.c): finishes it when its
  * journal's storage id is the directory's, undoes it otherwise; refuses
  * .replaced- copies without a journal. Settles every copy it can and returns
  * the first failure. The broker runs it at start, under the lock, before it
@@ -177,7 +177,7 @@ felix_status felix_rp_storage_id_is(const char *data_dir, const char *sid, bool 
 felix_status felix_rp_read_small(int dirfd, const char *name, const char *what, size_t max, char **out,
                                  size_t *len, felix_err *err);
 
-/* Internal helpers shared by the rp_*.c files. */
+/* Internal helpers shared by the files of lib/restore-point/. */
 /* Copies (or, when link_ok and the file systems allow, hard-links) from_dirfd/name
  * to to_dirfd/name; *crc and *size describe what the destination holds,
  * which is the first `limit` bytes of the source (UINT64_MAX: all of it).

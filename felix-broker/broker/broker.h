@@ -1,0 +1,252 @@
+/* broker.h — state of a running broker (felix-broker run).
+ *
+ * Threads: the libuv loop owns every shard and connection; the control-plane
+ * thread (broker/cp_client.c) talks HTTP with libcurl and hands results to the loop
+ * through a mailbox and a uv_async; the HTTP thread (libmicrohttpd) serves
+ * /live /ready /metrics from a snapshot under a mutex. Slow waits (on_commit
+ * syncs, the drain flush) run on libuv's thread pool. */
+#ifndef FELIX_BROKER_H
+#define FELIX_BROKER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "felix/ballot.h"
+#include "felix/streammeta.h"
+#include "felix/datadir.h"
+#include "felix/log.h"
+#include "felix/wire.h"
+
+typedef struct broker_config {
+  const char *id;
+  const char *data_dir;
+  const char *listen;
+  const char *http;
+  const char *control_plane;
+  const char *token_file;
+  felix_log_config log;
+  uint32_t drain_timeout_ms;
+  uint32_t test_slow_drain_ms; /* FELIX_TEST_SLOW_DRAIN_MS: tests only, logged */
+} broker_config;
+
+typedef struct fetch_wait fetch_wait;
+typedef struct conn conn;
+typedef struct peer_link peer_link;
+typedef struct pending_ack pending_ack;
+
+/* One replica of a shard as the control plane's assignment names it. */
+typedef struct member {
+  char broker[128];
+  char address[128];
+  char named_copy_id[FELIX_COPY_ID_HEX + 1]; /* the copy a fence may count; "" = none (stranger, never measured) */
+  int64_t floor;
+} member;
+
+#define BROKER_MAX_MEMBERS 7
+
+/* One shard copy on this broker. */
+typedef struct shard {
+  char stream[128];
+  uint32_t index;
+  char dir_name[300];
+  char path[4600];
+  int dirfd;
+  felix_log *log;
+  felix_ballot ballot;
+  felix_generations gens;
+  bool refused;          /* failed recovery: reported, never served */
+  bool gone;             /* refused because its directory was deleted: the control plane makes a new copy */
+  char refused_why[512];
+  /* leadership: valid only while the ballot names this process at `generation` */
+  bool leading;
+  uint64_t generation_start; /* offset of this generation's start record */
+  uint64_t hwm;
+  uint64_t pending_held;     /* on_commit appends waiting for a sync */
+  fetch_wait *waiters;       /* parked long-poll fetches */
+  /* replication (peer_lead.c, peer_follow.c) */
+  int replicas;              /* R from the assignment (1 until one arrives) */
+  int ack_policy;            /* the stream's: FELIX_ACK_* */
+  member members[BROKER_MAX_MEMBERS];
+  int nmembers;
+  peer_link *links;          /* leader or leader-elect: one per other member */
+  bool fencing;              /* leader-elect: promised, counting answers */
+  uint64_t led_generation;   /* the last generation this process led: never fenced again */
+  peer_link *adopting;       /* the one copy this fence fetches from, or NULL */
+  uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
+  int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
+  bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
+  char fence_cp_instance[64]; /* the control-plane instance whose assignment this fence carries (§4.8) */
+  uint64_t lease_until_ms;    /* §4.2 per-shard lease (CLOCK_BOOTTIME) for leader acks; 0: none */
+  felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */
+  bool has_meta;
+  uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
+  pending_ack *acks;         /* producers waiting for their batch to commit */
+  struct shard *next;
+} shard;
+
+typedef struct leader_entry {
+  char stream[128];
+  uint32_t shard;
+  uint64_t generation;
+  char state[32];
+  char leader[128];
+  char address[128];
+} leader_entry;
+
+/* What the control-plane thread hands to the loop. */
+typedef struct cp_mailbox {
+  pthread_mutex_t mu;
+  char *assignments_json; /* newest body with assignments/leaders, or NULL */
+  uint64_t assignments_sent_ms; /* CLOCK_BOOTTIME send time of the request it answered */
+  char incarnation[128];
+  bool registered;
+  /* loop -> cp thread */
+  char *inventory_json;   /* newest inventory (array), owned */
+  bool inventory_dirty;
+  char *report_json;      /* newest report shards (array), owned */
+  bool report_dirty;
+  bool stop;
+  bool draining;          /* heartbeats say so: the control plane hands our shards off */
+  pthread_cond_t cv;
+} cp_mailbox;
+
+typedef struct broker {
+  broker_config cfg;
+  uv_loop_t *loop;
+  int dirfd;
+  felix_dir_lock lock;
+  felix_storage_id sid;
+  char boot_id[FELIX_BOOT_ID_MAX + 1];
+  char boot_source[8];
+  bool rotated;
+  bool startup_sync_failed; /* a sync failed while recovering: the token cannot vouch */
+  char rotate_reason[256];
+  shard *shards;
+  leader_entry *leaders;
+  size_t nleaders;
+  uv_tcp_t server;
+  uv_async_t cp_async;
+  uv_signal_t sigterm, sigint;
+  uv_timer_t report_timer;
+  cp_mailbox mb;
+  pthread_t cp_thread;
+  bool serving, draining, stopping;
+  bool handing_off;   /* draining: waiting for the shards it leads to get a new leader (§4.9) */
+  bool drain_announced; /* the control plane was told it drains (once all it wrote committed) */
+  bool peer_refusing; /* draining, hand-off over: peer appends are refused */
+  bool drain_flushed, drain_flush_ok, drain_finished;
+  uint64_t drain_appends_before;
+  int exit_code;
+  char incarnation[128];
+  /* The control-plane instance the loop last heard from: the inventory says
+   * it, and a fence of another instance's assignment is refused (§4.8). */
+  char cp_instance[64];
+  struct MHD_Daemon *httpd;
+  pthread_mutex_t stats_mu;
+  char *metrics_text;      /* snapshot served by /metrics */
+  bool ready;
+  uint64_t appends_total, append_errors;
+  bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
+} broker;
+
+/* broker/startup.c */
+int broker_start_storage(broker *b);  /* lock, recover, identity, run-state, token */
+int broker_open_shards(broker *b);
+void broker_open_shards_one(broker *b, const char *dir_name); /* prepends to b->shards */
+shard *broker_find_shard(broker *b, const char *stream, uint32_t index);
+shard *broker_find_shard_uuid(broker *b, const char *uuid, uint32_t index);
+
+/* broker/shard.c */
+int shard_create_copy(broker *b, const char *stream, uint32_t index, const char *uuid);
+void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char *leader, const char *leader_copy,
+                            const char *leader_inc, const char *leader_addr);
+/* Closes the copy's log (its final sync) and files; FELIX_E_SYNC when that sync failed. */
+felix_status shard_close(shard *s);
+/* Refuses this copy alone (its directory was deleted): stops leading it,
+ * drops it from the inventory; the rest of the broker goes on (§3.2). */
+void shard_refuse(broker *b, shard *s, const char *why);
+/* Removes leftovers of a crash: .new-* (half-made copies) and .deleting-* directories. */
+int broker_remove_leftovers(broker *b); /* -1 when an interrupted restore cannot be settled */
+void shard_delete(broker *b, shard *s);
+uint64_t shard_last_generation(const shard *s, uint64_t log_end);
+void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
+
+void shard_stop_leading(broker *b, shard *s, const char *why);
+void shard_become_leader(broker *b, shard *s, uint64_t generation);
+int shard_write_ballot(shard *s);
+/* Writes the generations file durably (rule: before any record of a new line). */
+int shard_write_generations(shard *s);
+
+/* broker/peer_lead.c, peer_follow.c — replication between copies (DESIGN.md §4.2–§4.4, §4.7) */
+void peer_start_fence(broker *b, shard *s);   /* the ballot names this process at a new generation */
+void peer_links_stop(broker *b, shard *s);    /* closes every link of the shard */
+void peer_members_changed(broker *b, shard *s); /* new member list while leading or fencing */
+void peer_pump(broker *b, shard *s);          /* ships what the leader wrote; re-checks the HWM and acks */
+void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a);
+void peer_fail_pending_acks(broker *b, shard *s, const char *why);
+void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledgements now due */
+void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
+/* The report's "followers" for a led shard (cJSON array). */
+struct cJSON;
+struct cJSON *peer_followers_json(const shard *s);
+
+/* broker/cp_client.c */
+int broker_cp_start(broker *b);
+void broker_cp_stop(broker *b);
+void broker_publish_inventory(broker *b);
+void broker_publish_report(broker *b);
+void broker_on_cp_async(uv_async_t *h);
+
+/* broker/net.c */
+int broker_net_listen(broker *b);
+void broker_net_close(broker *b);
+void conn_reply(conn *c, felix_buf *frame); /* takes the frame; resumes the connection */
+/* What a peer connection's accepted HELLO bound it to (follower side). */
+typedef struct peer_binding {
+  bool bound;
+  char stream_uuid[FELIX_UUID_LEN + 1];
+  uint32_t shard;
+  uint64_t generation;
+  char leader[128], leader_copy_id[FELIX_COPY_ID_HEX + 1], leader_incarnation[128];
+} peer_binding;
+peer_binding *conn_peer(conn *c);
+/* Closes the peer connections bound to a copy that is gone: its leader
+ * handshakes again at once and measures what replaced it. */
+void broker_net_close_peers(broker *b, const char *stream_uuid, uint32_t index);
+/* Outbound connections to peers (the leader side). */
+int broker_parse_addr(const char *addr, struct sockaddr_storage *ss);
+
+/* broker/data.c */
+void broker_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
+void broker_wake_fetches(broker *b, shard *s);
+void broker_fail_fetches(broker *b, shard *s);
+const leader_entry *broker_leader_of(const broker *b, const char *stream, uint32_t index);
+
+/* broker/http.c */
+int broker_http_start(broker *b);
+void broker_http_stop(broker *b);
+void broker_update_metrics(broker *b);
+
+/* broker/run.c */
+void broker_begin_drain(broker *b, const char *why);
+/* Draining: once no replicated shard is led here any more, go on with the drain. */
+void broker_handoff_check(broker *b);
+/* Draining: tells the control plane once every record the shards it leads
+ * wrote is committed. */
+void broker_drain_announce(broker *b);
+/* Finishes a drain once its flush is done and no on_commit batch is pending. */
+void broker_drain_continue(broker *b);
+/* A failed sync: remove the boot token (an unlink needs no space), stop
+ * acknowledging, exit 1 without writing state=stopped (§3.2). */
+void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));
+
+/* broker/assign.c */
+/* sent_ms: CLOCK_BOOTTIME send time of the heartbeat or registration it
+ * answers (renews the per-shard leases of the pins it confirms). */
+void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms);
+/* Ends every per-shard lease (a new control-plane instance, a new incarnation). */
+void broker_drop_shard_leases(broker *b);
+
+#endif

@@ -1,0 +1,270 @@
+/* broker/cp_client.c — the broker's side of the control plane: register once per
+ * process start, heartbeat every second with the inventory when it changed,
+ * report the shards it leads, and hand assignments to the loop.
+ *
+ * The HTTP calls run on their own thread (libcurl is blocking); the loop and
+ * this thread share only the mailbox, under its mutex. A control-plane outage
+ * never changes the incarnation: the broker registers again only when the
+ * control plane says its incarnation is unknown (409 reregister). */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "broker.h"
+#include "felix/fileutil.h"
+#include "felix/lease.h"
+#include "felix/logfmt.h"
+
+typedef struct http_resp {
+  char *body;
+  size_t len;
+} http_resp;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
+  http_resp *r = ud;
+  char *nb = realloc(r->body, r->len + sz * n + 1);
+  if (!nb) return 0;
+  memcpy(nb + r->len, p, sz * n);
+  r->body = nb;
+  r->len += sz * n;
+  r->body[r->len] = '\0';
+  return sz * n;
+}
+
+/* POSTs json to path; returns the HTTP status, or -1 when unreachable. */
+static long post_json(CURL *curl, const broker *b, const char *token, const char *path, const char *json, http_resp *resp) {
+  char url[1024], auth[300];
+  snprintf(url, sizeof url, "%s%s", b->cfg.control_plane, path);
+  snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+  struct curl_slist *h = curl_slist_append(NULL, auth);
+  h = curl_slist_append(h, "Content-Type: application/json");
+  free(resp->body);
+  *resp = (http_resp){0};
+  curl_easy_reset(curl);
+  curl_easy_setopt(curl, CURLOPT_URL, url);
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, json);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, resp);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  CURLcode rc = curl_easy_perform(curl);
+  long code = -1;
+  if (rc == CURLE_OK) curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code);
+  curl_slist_free_all(h);
+  return code;
+}
+
+static cJSON *parse_or_empty(const char *s) {
+  cJSON *j = s ? cJSON_Parse(s) : NULL;
+  return j ? j : cJSON_CreateArray();
+}
+
+static char *register_body(broker *b, const char *inventory) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
+  cJSON_AddStringToObject(j, "storage_id", b->sid.hex);
+  cJSON_AddStringToObject(j, "boot_id", b->boot_id);
+  cJSON_AddStringToObject(j, "fsync_mode", felix_fsync_mode_name(b->cfg.log.fsync_mode));
+  cJSON_AddStringToObject(j, "address", b->cfg.listen);
+  cJSON_AddStringToObject(j, "http_address", b->cfg.http);
+  cJSON_AddBoolToObject(j, "rotated", b->rotated);
+  cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
+  char *s = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  return s;
+}
+
+static char *heartbeat_body(broker *b, const char *incarnation, const char *inventory) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
+  cJSON_AddStringToObject(j, "incarnation", incarnation);
+  if (inventory) cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
+  pthread_mutex_lock(&b->mb.mu);
+  if (b->mb.draining) cJSON_AddTrueToObject(j, "draining");
+  pthread_mutex_unlock(&b->mb.mu);
+  char *s = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  return s;
+}
+
+static char *report_body(broker *b, const char *incarnation, uint64_t seq, const char *shards) {
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
+  cJSON_AddStringToObject(j, "incarnation", incarnation);
+  cJSON_AddNumberToObject(j, "seq", (double)seq);
+  cJSON_AddItemToObject(j, "shards", parse_or_empty(shards));
+  char *s = cJSON_PrintUnformatted(j);
+  cJSON_Delete(j);
+  return s;
+}
+
+typedef struct cp_session {
+  broker *b;
+  CURL *curl;
+  char token[256];
+  char incarnation[128];
+  bool registered;
+  uint64_t seq;
+  http_resp resp;
+  time_t last_complaint;
+} cp_session;
+
+static void complain(cp_session *cs, const char *msg, long code) {
+  time_t now = time(NULL);
+  if (now - cs->last_complaint < 5) return; /* one line per 5 s while it lasts */
+  cs->last_complaint = now;
+  char c[16];
+  snprintf(c, sizeof c, "%ld", code);
+  felix_log_event("warn", msg, "control_plane", cs->b->cfg.control_plane, "status", c, "body", cs->resp.body ? cs->resp.body : "", NULL);
+}
+
+/* Takes the loop's newest inventory (when dirty or forced). */
+static char *take_inventory(broker *b, bool force) {
+  pthread_mutex_lock(&b->mb.mu);
+  char *inv = (b->mb.inventory_dirty || force) && b->mb.inventory_json ? strdup(b->mb.inventory_json) : NULL;
+  b->mb.inventory_dirty = false;
+  pthread_mutex_unlock(&b->mb.mu);
+  return inv;
+}
+
+/* sent_ms: CLOCK_BOOTTIME when the request left, which the per-shard lease
+ * of leader acknowledgements counts from (§4.2). */
+static void deliver(cp_session *cs, uint64_t sent_ms) {
+  broker *b = cs->b;
+  /* A new control-plane instance is noticed by the loop (broker_apply_cp),
+   * which publishes an inventory stamped with it: only that one counts. */
+  pthread_mutex_lock(&b->mb.mu);
+  free(b->mb.assignments_json);
+  b->mb.assignments_json = cs->resp.body;
+  b->mb.assignments_sent_ms = sent_ms;
+  snprintf(b->mb.incarnation, sizeof b->mb.incarnation, "%s", cs->incarnation);
+  b->mb.registered = true;
+  pthread_mutex_unlock(&b->mb.mu);
+  cs->resp = (http_resp){0};
+  uv_async_send(&b->cp_async);
+}
+
+static void do_register(cp_session *cs) {
+  char *inv = take_inventory(cs->b, true);
+  char *body = register_body(cs->b, inv);
+  free(inv);
+  uint64_t sent_ms = felix_boottime_ms();
+  long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/register", body, &cs->resp);
+  free(body);
+  cJSON *j = code == 200 ? cJSON_Parse(cs->resp.body) : NULL;
+  const cJSON *inc = j ? cJSON_GetObjectItem(j, "incarnation") : NULL;
+  if (cJSON_IsString(inc)) {
+    snprintf(cs->incarnation, sizeof cs->incarnation, "%s", inc->valuestring);
+    cs->registered = true;
+    cs->seq = 0;
+    felix_log_event("info", "registered", "broker", cs->b->cfg.id, "storage_id", cs->b->sid.hex, "incarnation", cs->incarnation,
+                    "rotated", cs->b->rotated ? "true" : "false", NULL);
+    deliver(cs, sent_ms);
+  } else {
+    complain(cs, code < 0 ? "control plane unreachable; will retry registration" : "registration refused; will retry", code);
+  }
+  cJSON_Delete(j);
+}
+
+static void do_heartbeat(cp_session *cs) {
+  char *inv = take_inventory(cs->b, false);
+  char *body = heartbeat_body(cs->b, cs->incarnation, inv);
+  uint64_t sent_ms = felix_boottime_ms();
+  long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/heartbeat", body, &cs->resp);
+  free(body);
+  if (code == 200) {
+    deliver(cs, sent_ms);
+  } else {
+    if (inv) { /* not delivered: send it again next time */
+      pthread_mutex_lock(&cs->b->mb.mu);
+      cs->b->mb.inventory_dirty = true;
+      pthread_mutex_unlock(&cs->b->mb.mu);
+    }
+    if (code == 409) {
+      felix_log_event("warn", "control plane does not know this incarnation; registering again", "incarnation", cs->incarnation, NULL);
+      cs->registered = false;
+    } else {
+      complain(cs, code < 0 ? "control plane unreachable; serving on" : "heartbeat refused", code);
+    }
+  }
+  free(inv);
+}
+
+static void do_report(cp_session *cs) {
+  broker *b = cs->b;
+  pthread_mutex_lock(&b->mb.mu);
+  char *shards = b->mb.report_json ? strdup(b->mb.report_json) : NULL;
+  b->mb.report_dirty = false;
+  pthread_mutex_unlock(&b->mb.mu);
+  if (!shards) return;
+  char *body = report_body(b, cs->incarnation, ++cs->seq, shards);
+  free(shards);
+  long code = post_json(cs->curl, b, cs->token, "/v1/broker/report", body, &cs->resp);
+  free(body);
+  if (code != 200) complain(cs, "report not accepted", code);
+}
+
+static void *cp_thread_main(void *arg) {
+  cp_session cs = {.b = arg};
+  broker *b = cs.b;
+  cs.curl = curl_easy_init();
+  char *tok;
+  felix_err err;
+  if (felix_read_file(AT_FDCWD, b->cfg.token_file, 4096, &tok, NULL, b->cfg.token_file, &err) == FELIX_OK) {
+    tok[strcspn(tok, "\r\n")] = '\0';
+    snprintf(cs.token, sizeof cs.token, "%s", tok);
+    free(tok);
+  }
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  pthread_mutex_lock(&b->mb.mu);
+  while (!b->mb.stop) {
+    pthread_mutex_unlock(&b->mb.mu);
+    if (!cs.registered) do_register(&cs);
+    else do_heartbeat(&cs), do_report(&cs);
+    pthread_mutex_lock(&b->mb.mu);
+    next.tv_sec += 1; /* heartbeat every second; earlier when the loop has news */
+    struct timespec floor;
+    clock_gettime(CLOCK_MONOTONIC, &floor);
+    floor.tv_nsec += 50000000;
+    if (floor.tv_nsec >= 1000000000) floor.tv_sec++, floor.tv_nsec -= 1000000000;
+    if (next.tv_sec < floor.tv_sec) next = floor;
+    while (!b->mb.stop && !(cs.registered && (b->mb.report_dirty || b->mb.inventory_dirty)) &&
+           pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &next) == 0) {
+    }
+    if (b->mb.report_dirty || b->mb.inventory_dirty) { /* at most 20 calls a second */
+      pthread_mutex_unlock(&b->mb.mu);
+      struct timespec pause = {0, 50000000};
+      nanosleep(&pause, NULL);
+      pthread_mutex_lock(&b->mb.mu);
+    }
+  }
+  pthread_mutex_unlock(&b->mb.mu);
+  free(cs.resp.body);
+  curl_easy_cleanup(cs.curl);
+  return NULL;
+}
+
+int broker_cp_start(broker *b) {
+  pthread_mutex_init(&b->mb.mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&b->mb.cv, &ca);
+  pthread_condattr_destroy(&ca);
+  broker_publish_inventory(b);
+  return pthread_create(&b->cp_thread, NULL, cp_thread_main, b);
+}
+
+void broker_cp_stop(broker *b) {
+  pthread_mutex_lock(&b->mb.mu);
+  b->mb.stop = true;
+  pthread_cond_broadcast(&b->mb.cv);
+  pthread_mutex_unlock(&b->mb.mu);
+  pthread_join(b->cp_thread, NULL);
+}

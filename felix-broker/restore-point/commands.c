@@ -1,0 +1,305 @@
+/* restore-point/commands.c — felix-broker restore-point create|list|verify|restore:
+ * runs lib/rp_*.c and prints the result as text or JSON. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "felix/exitcode.h"
+#include "felix/restorepoint.h"
+#include "cli.h"
+
+static int fail(const felix_err *err, const char *hint) {
+  fprintf(stderr, "felix-broker: error: %s\n", err->msg);
+  if (hint) fprintf(stderr, "felix-broker: hint: %s\n", hint);
+  return felix_exit_code_of(err->status);
+}
+
+static void print_json(cJSON *v) {
+  char *s = cJSON_PrintUnformatted(v);
+  if (s) puts(s);
+  free(s);
+  cJSON_Delete(v);
+}
+
+static felix_rp_select selection(const rp_args *a) { return (felix_rp_select){a->shards, a->nshards}; }
+
+static uint64_t last_generation(const felix_rp_shard *s) {
+  return s->gens.count ? s->gens.items[s->gens.count - 1].generation : 0;
+}
+
+static cJSON *shards_json(const felix_rp_manifest *m, const felix_rp_select *sel) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < m->nshards; i++) {
+    const felix_rp_shard *s = &m->shards[i];
+    if (!felix_rp_selected(sel, s->stream, s->shard)) continue;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "stream", s->stream);
+    cJSON_AddNumberToObject(o, "shard", s->shard);
+    cJSON_AddStringToObject(o, "dir", s->dir);
+    cJSON_AddStringToObject(o, "stream_uuid", s->stream_uuid);
+    cJSON_AddNumberToObject(o, "start_offset", (double)s->start_offset);
+    cJSON_AddNumberToObject(o, "end_offset", (double)s->end_offset);
+    cJSON_AddNumberToObject(o, "generation", (double)last_generation(s));
+    cJSON_AddNumberToObject(o, "files", (double)s->nfiles);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
+static cJSON *point_json(const char *path, const felix_rp_manifest *m) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "path", path);
+  cJSON_AddNumberToObject(o, "version", m->version);
+  cJSON_AddStringToObject(o, "created_at", m->created_at);
+  if (m->broker_id[0]) cJSON_AddStringToObject(o, "broker_id", m->broker_id);
+  else cJSON_AddNullToObject(o, "broker_id");
+  cJSON_AddStringToObject(o, "storage_id", m->storage_id);
+  cJSON_AddBoolToObject(o, "broker_was_running", m->broker_was_running);
+  cJSON_AddItemToObject(o, "shards", shards_json(m, NULL));
+  cJSON_AddNumberToObject(o, "files", (double)felix_rp_manifest_files(m));
+  cJSON_AddNumberToObject(o, "bytes", (double)felix_rp_manifest_bytes(m));
+  return o;
+}
+
+static void print_shards_text(const felix_rp_manifest *m, const felix_rp_select *sel) {
+  for (size_t i = 0; i < m->nshards; i++) {
+    const felix_rp_shard *s = &m->shards[i];
+    if (!felix_rp_selected(sel, s->stream, s->shard)) continue;
+    printf("  %s/%u  offsets [%" PRIu64 ", %" PRIu64 ")  generation %" PRIu64 "  %zu files\n", s->stream, s->shard,
+           s->start_offset, s->end_offset, last_generation(s), s->nfiles);
+  }
+}
+
+static void create_warning(void *ctx, const char *shard_dir, const char *why) {
+  rp_progress_state *ps = ctx;
+  if (ps->shown) fputc('\n', stderr), ps->shown = false;
+  fprintf(stderr, "felix-broker: warning: %s: %s\n", shard_dir, why);
+}
+
+int rp_cmd_create(rp_args *a) {
+  rp_progress_state ps;
+  rp_progress_init(&ps, "create");
+  felix_rp_create_opts o = {a->data_dir, a->to, selection(a), rp_progress, &ps, create_warning};
+  felix_rp_manifest m;
+  felix_err err;
+  felix_status st = felix_rp_create(&o, &m, &err);
+  rp_progress_end(&ps);
+  if (st) return fail(&err, st == FELIX_E_REFUSED ? "restore points are never overwritten; give --to a new path" : NULL);
+  size_t linked = 0;
+  for (size_t i = 0; i < m.nshards; i++)
+    for (size_t j = 0; j < m.shards[i].nfiles; j++) linked += m.shards[i].files[j].linked;
+  if (a->json) {
+    cJSON *j = point_json(a->to, &m);
+    cJSON_AddNumberToObject(j, "linked_files", (double)linked);
+    print_json(j);
+  } else {
+    printf("restore point %s: %zu shard%s, %zu files (%zu hard-linked), %" PRIu64 " bytes, storage id %s%s%s\n", a->to,
+           m.nshards, m.nshards == 1 ? "" : "s", felix_rp_manifest_files(&m), linked, felix_rp_manifest_bytes(&m),
+           m.storage_id, m.broker_id[0] ? ", broker " : "", m.broker_id);
+    print_shards_text(&m, NULL);
+  }
+  felix_rp_manifest_free(&m);
+  return FELIX_EXIT_OK;
+}
+
+/* --- list ------------------------------------------------------------------ */
+
+typedef struct list_out {
+  cJSON *arr;
+  bool json, header;
+  int rc;
+} list_out;
+
+static void list_one(list_out *l, const char *path, const felix_rp_manifest *m) {
+  if (l->json) {
+    cJSON_AddItemToArray(l->arr, point_json(path, m));
+    return;
+  }
+  if (!l->header) printf("%-40s %-20s %-12s %-32s %6s %12s\n", "PATH", "CREATED", "BROKER", "STORAGE-ID", "SHARDS", "BYTES");
+  l->header = true;
+  printf("%-40s %-20s %-12s %-32s %6zu %12" PRIu64 "\n", path, m->created_at, m->broker_id[0] ? m->broker_id : "-",
+         m->storage_id, m->nshards, felix_rp_manifest_bytes(m));
+}
+
+static void list_entry(list_out *l, const char *path) {
+  felix_rp_manifest m;
+  felix_err err;
+  felix_status st = felix_rp_manifest_read(path, &m, &err);
+  if (st == FELIX_OK) {
+    list_one(l, path, &m);
+    felix_rp_manifest_free(&m);
+    return;
+  }
+  char shards[4200];
+  struct stat sb;
+  snprintf(shards, sizeof shards, "%.4100s/shards", path);
+  if (st == FELIX_E_NOTFOUND && stat(shards, &sb) == 0)
+    fprintf(stderr, "felix-broker: warning: %s: incomplete (no manifest.json; an interrupted create), not listed\n", path);
+  else if (st != FELIX_E_NOTFOUND) {
+    fprintf(stderr, "felix-broker: warning: %s: not listed: %s\n", path, err.msg);
+    l->rc = felix_exit_code_of(st);
+  }
+}
+
+static int cmp_names(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+static int list_dir(list_out *l, const char *from) {
+  DIR *d = opendir(from);
+  if (!d) {
+    felix_err err;
+    felix_fail_errno(&err, FELIX_E_NOTFOUND, errno, "--from %s", from);
+    return fail(&err, NULL);
+  }
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.') continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      char **nn = realloc(names, cap * sizeof *nn);
+      if (!nn) break;
+      names = nn;
+    }
+    names[n++] = strdup(de->d_name);
+  }
+  closedir(d);
+  if (n) qsort(names, n, sizeof *names, cmp_names);
+  for (size_t i = 0; i < n; i++) {
+    char p[4200];
+    struct stat sb;
+    snprintf(p, sizeof p, "%.4000s/%s", from, names[i]);
+    if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) list_entry(l, p);
+    free(names[i]);
+  }
+  free(names);
+  return 0;
+}
+
+int rp_cmd_list(rp_args *a) {
+  list_out l = {.arr = cJSON_CreateArray(), .json = a->json};
+  char manifest[4200];
+  struct stat sb;
+  snprintf(manifest, sizeof manifest, "%.4000s/manifest.json", a->from);
+  int rc = stat(manifest, &sb) == 0 ? (list_entry(&l, a->from), 0) : list_dir(&l, a->from);
+  if (rc) {
+    cJSON_Delete(l.arr);
+    return rc;
+  }
+  if (a->json) print_json(l.arr);
+  else {
+    cJSON_Delete(l.arr);
+    if (!l.header) puts("no complete restore points");
+  }
+  return l.rc;
+}
+
+/* --- verify ------------------------------------------------------------------ */
+
+static cJSON *mismatches_json(const felix_rp_mismatches *p) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0; i < p->count; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "file", p->items[i].file);
+    cJSON_AddStringToObject(o, "kind", p->items[i].kind);
+    cJSON_AddStringToObject(o, "detail", p->items[i].detail);
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
+static void print_mismatches(const felix_rp_mismatches *p) {
+  for (size_t i = 0; i < p->count; i++)
+    printf("%s: %s: %s\n", p->items[i].file, p->items[i].kind, p->items[i].detail);
+}
+
+int rp_cmd_verify(rp_args *a) {
+  felix_rp_manifest m;
+  felix_rp_mismatches bad = {0};
+  felix_rp_select sel = selection(a);
+  felix_err err;
+  rp_progress_state ps;
+  rp_progress_init(&ps, "verify");
+  felix_status st = felix_rp_manifest_read(a->from, &m, &err);
+  if (st) return fail(&err, st == FELIX_E_NOTFOUND ? "felix-broker restore-point list --from DIR shows the complete ones" : NULL);
+  st = felix_rp_verify(a->from, &m, &sel, &bad, rp_progress, &ps, &err);
+  rp_progress_end(&ps);
+  if (st) {
+    felix_rp_manifest_free(&m);
+    return fail(&err, NULL);
+  }
+  if (a->json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", a->from);
+    cJSON_AddBoolToObject(o, "ok", bad.count == 0);
+    cJSON_AddItemToObject(o, "shards", shards_json(&m, &sel));
+    cJSON_AddItemToObject(o, "problems", mismatches_json(&bad));
+    print_json(o);
+  } else if (bad.count == 0) {
+    printf("restore point %s: ok, every file matches its manifest\n", a->from);
+    print_shards_text(&m, &sel);
+  } else {
+    print_mismatches(&bad);
+  }
+  int rc = FELIX_EXIT_OK;
+  if (bad.count) {
+    fprintf(stderr, "felix-broker: error: restore point %s does not match its manifest: %zu problem%s, first %s (%s)\n",
+            a->from, bad.count, bad.count == 1 ? "" : "s", bad.items[0].file, bad.items[0].kind);
+    rc = FELIX_EXIT_CORRUPT;
+  }
+  felix_rp_mismatches_free(&bad);
+  felix_rp_manifest_free(&m);
+  return rc;
+}
+
+/* --- restore ------------------------------------------------------------------ */
+
+int rp_cmd_restore(rp_args *a) {
+  rp_progress_state ps;
+  rp_progress_init(&ps, "restore");
+  felix_rp_restore_opts o = {a->from, a->data_dir, selection(a), rp_progress, &ps};
+  felix_rp_manifest m;
+  felix_rp_mismatches bad;
+  felix_rp_restore_result res;
+  felix_err err;
+  felix_status st = felix_rp_restore(&o, &m, &bad, &res, &err);
+  rp_progress_end(&ps);
+  if (bad.count && !a->json) print_mismatches(&bad);
+  felix_rp_mismatches_free(&bad);
+  if (st) {
+    felix_rp_manifest_free(&m);
+    const char *hint = st == FELIX_E_BUSY ? "stop the broker first (SIGTERM drains it); restore writes only into a directory no broker holds"
+                       : res.outcome_unknown ? "storage-id could not be read back: the next broker start decides from it whether this restore finished; check felix-inspect run-state first"
+                       : res.finished ? "the restore is complete (its storage id is on disk); the next broker start removes what it left"
+                       : res.run_state_removed ? "the restore did not finish: the next broker start (or restore) puts every old copy back, and the directory gets a new storage id; run restore again once the cause is fixed"
+                                               : NULL;
+    return fail(&err, hint);
+  }
+  felix_rp_select sel = selection(a);
+  if (a->json) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "from", a->from);
+    cJSON_AddStringToObject(j, "data_dir", a->data_dir);
+    if (res.previous_storage_id[0]) cJSON_AddStringToObject(j, "previous_storage_id", res.previous_storage_id);
+    else cJSON_AddNullToObject(j, "previous_storage_id");
+    cJSON_AddStringToObject(j, "storage_id", res.storage_id);
+    cJSON_AddItemToObject(j, "shards", shards_json(&m, &sel));
+    cJSON_AddNumberToObject(j, "files", (double)res.files);
+    cJSON_AddNumberToObject(j, "bytes", (double)res.bytes);
+    print_json(j);
+  } else {
+    printf("restored %zu shard%s (%zu files, %" PRIu64 " bytes) from %s into %s; storage id %s (was %s)\n", res.shards,
+           res.shards == 1 ? "" : "s", res.files, res.bytes, a->from, a->data_dir, res.storage_id,
+           res.previous_storage_id[0] ? res.previous_storage_id : "none");
+    print_shards_text(&m, &sel);
+    puts("Start the broker: its copies join as strangers and are measured before they are trusted.\n"
+         "A shard with no other live copy waits at NoCaughtUpReplica until `felixctl placement abandon`.");
+  }
+  felix_rp_manifest_free(&m);
+  return FELIX_EXIT_OK;
+}
