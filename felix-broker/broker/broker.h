@@ -133,11 +133,13 @@ typedef struct broker {
   cp_mailbox mb;
   pthread_t cp_thread;
   bool serving, draining, stopping;
-  bool handing_off;   /* draining: waiting for the shards it leads to get a new leader (§4.9) */
-  bool drain_announced; /* the control plane was told it drains (once all it wrote committed) */
   bool peer_refusing; /* draining, hand-off over: peer appends are refused */
-  bool drain_flushed, drain_flush_ok, drain_finished;
-  uint64_t drain_appends_before;
+  struct {            /* drain.c's own state: nothing else reads it */
+    bool handing_off; /* waiting for the shards it leads to get a new leader (§4.9) */
+    bool announced;   /* the control plane was told it drains (once all it wrote committed) */
+    bool flushed, flush_ok, finished;
+    uint64_t appends_before;
+  } drain;
   int exit_code;
   char incarnation[128];
   /* The control-plane instance the loop last heard from: the inventory says
@@ -228,19 +230,6 @@ const leader_entry *broker_leader_of(const broker *b, const char *stream, uint32
 int broker_http_start(broker *b);
 void broker_http_stop(broker *b);
 void broker_update_metrics(broker *b);
-
-/* broker/run.c */
-void broker_begin_drain(broker *b, const char *why);
-/* Draining: once no replicated shard is led here any more, go on with the drain. */
-void broker_handoff_check(broker *b);
-/* Draining: tells the control plane once every record the shards it leads
- * wrote is committed. */
-void broker_drain_announce(broker *b);
-/* Finishes a drain once its flush is done and no on_commit batch is pending. */
-void broker_drain_continue(broker *b);
-/* A failed sync: remove the boot token (an unlink needs no space), stop
- * acknowledging, exit 1 without writing state=stopped (§3.2). */
-void broker_fail_closed(broker *b, const char *why) __attribute__((noreturn));
 
 /* broker/assign.c */
 /* sent_ms: CLOCK_BOOTTIME send time of the heartbeat or registration it

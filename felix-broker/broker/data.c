@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "drain.h"
 #include "felix/logfmt.h"
 #include "felix/replication.h"
 

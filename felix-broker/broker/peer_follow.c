@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "drain.h"
 #include "peer.h"
 #include "felix/logfmt.h"
 #include "felix/replication.h"

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "drain.h"
 #include "peer.h"
 #include "felix/logfmt.h"
 #include "felix/lease.h"

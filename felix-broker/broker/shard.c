@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "drain.h"
 #include "felix/restorepoint.h"
 #include "felix/fileutil.h"
 #include "felix/logfmt.h"
