@@ -19,7 +19,7 @@ COPY scripts scripts
 COPY tests/tools tests/tools
 COPY tests/faults tests/faults
 COPY man man
-RUN make all && make install PREFIX=/opt/felix
+RUN make install PREFIX=/opt/felix
 
 FROM debian:bookworm-slim
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \

@@ -24,11 +24,17 @@ NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all deps check unit bats fuzz fuzz-smoke formal bench install clean run
+.PHONY: all release deps check unit bats fuzz fuzz-smoke formal bench install clean run
 
 FAULTS   = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
 
-all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felixctl $(FAULTS)
+# Builds for the tests keep assert() on (the invariants, as SQLite does);
+# `make release` and `make install` build with -DNDEBUG under build/release.
+all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felix-broker-san $(BUILD)/felixctl $(FAULTS)
+
+release:
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/release CFLAGS="$(CFLAGS) -DNDEBUG" \
+	  $(BUILD)/release/felix-inspect $(BUILD)/release/felix-broker $(BUILD)/release/felixctl
 
 deps:
 	@sh scripts/deps.sh
@@ -54,6 +60,11 @@ $(BUILD)/felix-inspect: $(INSPECT_SRC) $(wildcard felix-inspect/*.h) $(BUILD)/li
 
 $(BUILD)/felix-broker: $(BROKER_SRC) $(BROKER_HDR) $(BUILD)/libfelix.a
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -Ifelix-broker $(BROKER_SRC) $(BUILD)/libfelix.a $(NETLIBS) $(LDLIBS) -o $@
+
+# The broker the cluster suites run (tests/bats/cluster.bash): ASan, UBSan and
+# every assert, so a broken invariant or a memory error fails the test that hit it.
+$(BUILD)/felix-broker-san: $(BROKER_SRC) $(BROKER_HDR) $(BUILD)/libfelix-san.a
+	$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker $(BROKER_SRC) $(BUILD)/libfelix-san.a $(NETLIBS) $(LDLIBS) -o $@
 
 $(BUILD)/gen/felixctl_completions.h: completions/felixctl.bash completions/_felixctl completions/felixctl.fish scripts/embed.sh
 	@mkdir -p $(@D)
@@ -125,12 +136,12 @@ $(BUILD)/bench/broker_bench: bench/broker_bench.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
-install: all
+install: release
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 $(BUILD)/felix-inspect $(BUILD)/felix-broker $(BUILD)/felixctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/release/felix-inspect $(BUILD)/release/felix-broker $(BUILD)/release/felixctl $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -1,6 +1,7 @@
 /* broker/assign.c — the loop's side of the control plane: build the
  * inventory and the report for the control-plane thread, and apply the
  * assignments, leader metadata and deletions it brings back. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,6 +172,10 @@ static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *
       strcmp(str_of(leader, "incarnation"), b->incarnation))
     return;
   uint64_t until = felix_shard_lease_until(sent_ms, lease_ms);
+  /* CLOCK_BOOTTIME is monotonic: the request went out before its reply, and
+   * the lease ends before the control plane's would, counted from the send. */
+  assert(sent_ms <= felix_boottime_ms());
+  assert(until < sent_ms + lease_ms);
   if (until <= s->lease_until_ms) return;
   s->lease_until_ms = until;
   peer_check_acks(b, s); /* leader acknowledgements that waited for it */

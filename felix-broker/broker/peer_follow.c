@@ -8,6 +8,7 @@
  * still names them; a divergent suffix is cut durably before `generations`
  * is rewritten; a generations line is durable before any record of it; an
  * on_commit confirmation is bound to (generation, append sequence). */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,7 @@ static int take_promise(broker *b, shard *s, const felix_peer_hello *h, felix_pe
   }
   shard_stop_leading(b, s, "promised a newer generation to a peer");
   felix_ballot was = s->ballot;
+  assert(h->generation > s->ballot.generation); /* FELIX_PROMISE_TAKE: a promise only goes up */
   s->ballot.generation = h->generation;
   s->ballot.has_leader = true;
   snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", h->leader);

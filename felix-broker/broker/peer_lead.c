@@ -10,6 +10,7 @@
  * (felix_fence_count), and a leader-elect adopts the highest-ranked counted
  * copy before it writes its generation; acknowledgements are bound to
  * (generation, append sequence) and fail when the role ends. */
+#include <assert.h>
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -197,6 +198,9 @@ void peer_check_acks(broker *b, shard *s) {
       p = &x->next;
       continue;
     }
+    /* The binding: acknowledged only by the leader of the generation that
+     * wrote it (felix_ack_ready checks held and committed). */
+    assert(s->leading && x->generation == s->ballot.generation);
     *p = x->next;
     ack_reply(x->c, x->corr, FELIX_WS_OK, "", &x->a);
     free(x);
@@ -225,6 +229,7 @@ static void recompute_hwm(broker *b, shard *s) {
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a) {
   pending_ack *x = calloc(1, sizeof *x);
   if (!x) return ack_reply(c, corr, FELIX_WS_UNAVAILABLE, "not acknowledged: out of memory", a);
+  assert(s->leading && a->first_offset <= a->last_offset); /* held_done checked the generation */
   *x = (pending_ack){.c = c, .corr = corr, .generation = s->ballot.generation, .policy = policy, .a = *a};
   pending_ack **p = &s->acks;
   while (*p) p = &(*p)->next;

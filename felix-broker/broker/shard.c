@@ -7,6 +7,7 @@
  * leader); the leader's own copy obeys its ballot — it leads generation G only
  * while the ballot names this process (broker, copy id, incarnation) at G; the
  * generations line of G is durable before any record of G is written. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -116,6 +117,11 @@ int shard_create_copy(broker *b, const char *stream, uint32_t index, const char 
 
 void shard_set_hwm(broker *b, shard *s, uint64_t hwm) {
   if (hwm <= s->hwm) return;
+#ifndef NDEBUG
+  felix_log_stats st;
+  felix_log_get_stats(s->log, &st);
+  assert(hwm <= st.end_offset); /* nothing is committed that this copy has not written */
+#endif
   s->hwm = hwm;
   broker_wake_fetches(b, s);
   broker_publish_report(b);
@@ -153,6 +159,10 @@ void shard_stop_leading(broker *b, shard *s, const char *why) {
 void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
+  /* A generation is led once, above every generation this copy has records of. */
+  assert(generation > s->led_generation);
+  assert(s->gens.count == 0 || generation > s->gens.items[s->gens.count - 1].generation);
+  assert(generation == s->ballot.generation);
   felix_generation *ni = realloc(s->gens.items, (s->gens.count + 1) * sizeof *ni);
   if (!ni) return;
   s->gens.items = ni;
@@ -176,6 +186,7 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   uint64_t from_cp = s->cp_max_hwm > 0 ? (uint64_t)s->cp_max_hwm : 0;
   if (from_cp > st.held_end) from_cp = st.held_end;
   if (from_cp > s->hwm) s->hwm = from_cp;
+  assert(s->hwm <= st.end_offset);
   felix_log_get_stats(s->log, &st);
   snprintf(g, sizeof g, "%" PRIu64, generation);
   felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);
@@ -215,6 +226,7 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
    * plane (§4.4) so that the current leader copies to it at once. */
   if (generation == s->ballot.generation && !same_promise && s->ballot.has_leader) return;
   shard_stop_leading(b, s, "promised a newer generation");
+  assert(generation >= s->ballot.generation); /* a promise never goes down */
   s->ballot.generation = generation;
   s->ballot.has_leader = true;
   snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", leader);

@@ -6,6 +6,7 @@
  * needs a majority of promises (the broker's fence), adopts the chosen copy
  * only, and lowers the maximum HWM to what that copy keeps — said in the
  * history. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,9 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
   cp_shard_row next = *sh;
   int64_t kept = v->kept[k];
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
+  assert(next.generation > sh->generation && next.generation > sh->seen_generation);
+  /* The abandon keeps what the chosen copy holds of the old maximum, no more. */
+  assert(kept >= 0 && kept <= sh->max_hwm && kept <= inv[k]->log_end);
   next.abandon_generation = next.generation;
   snprintf(next.leader, sizeof next.leader, "%s", b.id);
   snprintf(next.leader_copy_id, sizeof next.leader_copy_id, "%s", inv[k]->copy_id);

@@ -5,6 +5,7 @@
  * gathers their facts and commits their verdicts. Invariants: a decision is
  * committed before the caller replies; NoCaughtUpReplica changes only the
  * shard's state, detail and history, never a generation, pin or slot. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,7 @@ static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
   if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found) return;
   cp_shard_row next = *sh;
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
+  assert(next.generation > sh->generation && next.generation > sh->seen_generation); /* numbers only grow */
   snprintf(next.leader, sizeof next.leader, "%s", b.id);
   snprintf(next.leader_copy_id, sizeof next.leader_copy_id, "%s", sh->slots[i].copy_id);
   snprintf(next.leader_incarnation, sizeof next.leader_incarnation, "%s", b.incarnation);

@@ -4,6 +4,7 @@
  * is committed before the reply; a report changes a shard only when it comes
  * from the pinned leader of its current generation, in sequence order; the
  * max HWM is never lowered. */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,9 @@ static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker
   bool was_active = !strcmp(sh->state, "Active");
   snprintf(sh->state, sizeof sh->state, "%s", v->active ? "Active" : "Fencing");
   sh->detail[0] = '\0';
+  /* The maximum HWM is the highest an accepted report of the pinned leader
+   * stated, whose HWM is what a majority held: never a number nobody reported. */
+  assert(v->max_hwm >= sh->max_hwm && (v->max_hwm == sh->max_hwm || v->max_hwm == r->hwm));
   sh->hwm = r->hwm;
   sh->max_hwm = v->max_hwm;
   sh->max_hwm_generation = v->max_hwm_generation;

@@ -7,6 +7,7 @@
  * again before trusting it. */
 #include "felix/identity.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -82,6 +83,10 @@ void felix_identity_decide(const felix_identity_facts *f, felix_data_dir_sync_fn
     verdict(v, true, "crashed under a relaxed fsync mode and the boot id was not recorded");
   else
     verdict(v, true, "crashed under a relaxed fsync mode on another boot: the page cache went down with the machine");
+  /* "keep if the sync succeeds" is given only without a sync function, and a
+   * sync that ran is the reason to keep. */
+  assert(!v->needs_sync || (!sync && !v->rotate && !v->synced));
+  assert(!v->synced || (sync && !v->rotate));
 }
 
 /* Depth-first fsync of every file and directory under dirfd; syncfs once per

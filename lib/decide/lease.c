@@ -2,6 +2,7 @@
  * decreases and grows by at most max_step_ms per advance. */
 #include "felix/lease.h"
 
+#include <assert.h>
 #include <time.h>
 
 void felix_lease_clock_init(felix_lease_clock *c, uint64_t real_now_ms, uint64_t max_step_ms) {
@@ -11,6 +12,7 @@ void felix_lease_clock_init(felix_lease_clock *c, uint64_t real_now_ms, uint64_t
 }
 
 uint64_t felix_lease_clock_advance(felix_lease_clock *c, uint64_t real_now_ms) {
+  uint64_t before = c->now_ms;
   if (real_now_ms > c->last_real_ms) {
     uint64_t step = real_now_ms - c->last_real_ms;
     /* A gap longer than a step means we were not running: count one step only. */
@@ -18,6 +20,8 @@ uint64_t felix_lease_clock_advance(felix_lease_clock *c, uint64_t real_now_ms) {
     c->now_ms += step;
   }
   c->last_real_ms = real_now_ms;
+  assert(c->now_ms >= before && c->now_ms - before <= c->max_step_ms);
+  (void)before;
   return c->now_ms;
 }
 
@@ -51,5 +55,7 @@ uint64_t felix_shard_lease_margin(uint64_t lease_ms) {
 
 uint64_t felix_shard_lease_until(uint64_t sent_ms, uint64_t lease_ms) {
   uint64_t m = felix_shard_lease_margin(lease_ms);
-  return lease_ms > m ? sent_ms + lease_ms - m : 0; /* a lease shorter than its margin is never valid */
+  uint64_t until = lease_ms > m ? sent_ms + lease_ms - m : 0; /* a lease shorter than its margin is never valid */
+  assert(until == 0 || until - sent_ms < lease_ms); /* ends before the control plane's lease of sent_ms */
+  return until;
 }

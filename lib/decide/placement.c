@@ -3,6 +3,7 @@
  * picks a copy the rules exclude; a max HWM is never lowered. */
 #include "felix/placement.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,7 @@ felix_status felix_place_shard(felix_place_broker *b, size_t n, int r, size_t *o
       if (!b[i].alive || taken) continue;
       if (best == SIZE_MAX || lighter(&b[i], &b[best])) best = i;
     }
+    assert(best != SIZE_MAX && b[best].alive); /* r <= alive leaves a free live broker */
     out[k] = best;
   }
   for (int k = 0; k < r; k++) b[out[k]].load++;
@@ -49,6 +51,7 @@ felix_status felix_place_shard(felix_place_broker *b, size_t n, int r, size_t *o
 }
 
 size_t felix_pick_first_leader(const felix_place_broker *b, const size_t *cands, size_t ncands) {
+  assert(ncands > 0);
   size_t best = cands[0];
   for (size_t k = 1; k < ncands; k++) {
     const felix_place_broker *c = &b[cands[k]], *cur = &b[best];
@@ -111,6 +114,12 @@ int felix_decide_failover(const felix_copy_view *copies, size_t n, int64_t max_h
                      copies[i].broker, out->reason[i]);
     if (w > 0 && (size_t)w < sizeof out->detail - used) used += (size_t)w;
   }
+  /* The chosen copy is one the rules admit: alive, and it holds max_hwm by
+   * a trusted measurement or by its own inventory. */
+  assert(out->chosen < 0 ||
+         (!out->reason[out->chosen][0] && copies[out->chosen].alive && !copies[out->chosen].draining &&
+          ((copies[out->chosen].measured && copies[out->chosen].confirmed >= max_hwm) ||
+           (copies[out->chosen].has_inventory && copies[out->chosen].log_end >= max_hwm))));
   return out->chosen;
 }
 
@@ -118,7 +127,9 @@ static int64_t abandon_kept(const felix_abandon_copy *c, int64_t max_hwm, int64_
   int64_t k = c->log_end < max_hwm ? c->log_end : max_hwm;
   if (c->leaves_at >= 0 && c->leaves_at < k) k = c->leaves_at;
   if (k > 0 && c->generation_before != max_hwm_generation) k = c->proven < k ? c->proven : k;
-  return k < 0 ? 0 : k;
+  k = k < 0 ? 0 : k;
+  assert(k <= (max_hwm > 0 ? max_hwm : 0)); /* keeps no more committed records than there are */
+  return k;
 }
 
 static void digest_add(uint64_t *h, const char *s) {
@@ -157,11 +168,14 @@ int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm,
     int64_t r = max_hwm - out->kept[out->chosen];
     out->at_risk = r > 0 ? r : 0;
   }
+  assert(out->at_risk >= 0);
   return out->chosen;
 }
 
 int64_t felix_next_generation(int64_t stored, int64_t seen) {
-  return 1 + (stored > seen ? stored : seen);
+  int64_t next = 1 + (stored > seen ? stored : seen);
+  assert(next > stored && next > seen);
+  return next;
 }
 
 static bool same(const char *a, const char *b) {
@@ -193,6 +207,7 @@ void felix_judge_report(const felix_pin *pin, int64_t max_hwm, int64_t max_hwm_g
   /* The point (hwm, generation of record hwm - 1) a copy must match (§3.4);
    * an older leader that does not send hwm_generation gives its last record's. */
   out->max_hwm_generation = r->has_hwm_generation ? r->hwm_generation : r->last_generation;
+  assert(out->max_hwm >= max_hwm); /* a max HWM is never lowered */
 }
 
 bool felix_report_seq_fresh(bool have_last, int64_t last_seq, int64_t seq) {

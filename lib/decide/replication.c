@@ -5,6 +5,7 @@
  * and only for the copy it was taken of. */
 #include "felix/replication.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@ uint64_t felix_divergence_point(const felix_generations *leader, uint64_t leader
       break;
     }
   free(xs);
+  assert(point <= limit); /* never keeps an offset one of the two logs lacks */
   return point;
 }
 
@@ -79,6 +81,11 @@ uint64_t felix_hwm_compute(const felix_hwm_input *in) {
     if (v <= in->generation_start || v <= best) continue; /* record v-1 must be of this generation */
     if (holders(in, v) >= majority) best = v;
   }
+  /* Never lowered; a raise is held by the leader, by a majority, and is past
+   * the generation start (rules 2, 3). in->hwm itself may exceed leader_held. */
+  assert(best >= in->hwm);
+  assert(best == in->hwm ||
+         (best <= in->leader_held && best > in->generation_start && holders(in, best) >= majority));
   return best;
 }
 
@@ -99,7 +106,7 @@ const char *felix_ack_policy_name(int policy) {
   }
 }
 
-bool felix_ack_ready(const felix_ack_input *in) {
+static bool ack_ready(const felix_ack_input *in) {
   if (!in->leader_counts || in->leader_held < in->end) return false; /* rule 2 */
   switch (in->policy) {
   case FELIX_ACK_LEADER: /* within the lease; or, once it lapsed, when committed */
@@ -116,6 +123,14 @@ bool felix_ack_ready(const felix_ack_input *in) {
   default:
     return false;
   }
+}
+
+bool felix_ack_ready(const felix_ack_input *in) {
+  bool ready = ack_ready(in);
+  assert(!ready || (in->leader_counts && in->leader_held >= in->end)); /* rule 2 */
+  /* only `leader`, within its lease, acknowledges what is not committed */
+  assert(!ready || in->hwm >= in->end || (in->policy == FELIX_ACK_LEADER && in->lease_valid));
+  return ready;
 }
 
 void felix_judge_measurement(const felix_slot_trust *slot, const felix_follower_measure *m, bool active,
@@ -147,6 +162,7 @@ void felix_judge_measurement(const felix_slot_trust *slot, const felix_follower_
     out->caught_up = true;
     if (report_hwm > out->floor) out->floor = report_hwm;
   }
+  assert(out->floor >= slot->floor); /* a floor is never lowered */
   out->changed = out->stranger != slot->stranger || out->confirmed != slot->confirmed || out->floor != slot->floor;
 }
 
@@ -178,6 +194,9 @@ void felix_fence_count(const felix_fence_slot *slots, size_t n, int64_t max_hwm,
     fence_judge_slot(&slots[i], out->why[i], sizeof out->why[i]);
     if (slots[i].answered && slots[i].rank.log_end > longest) longest = slots[i].rank.log_end;
     if (!out->why[i][0]) {
+      /* counted: it answered over the named copy id and reaches its floor */
+      assert(slots[i].answered && slots[i].named_copy_id && slots[i].answer_copy_id &&
+             strcmp(slots[i].answer_copy_id, slots[i].named_copy_id) == 0 && slots[i].rank.log_end >= slots[i].floor);
       out->counted++;
       if (out->adopt < 0 || better_source(&slots[i], &slots[out->adopt])) out->adopt = (int)i;
       continue;
@@ -191,14 +210,26 @@ void felix_fence_count(const felix_fence_slot *slots, size_t n, int64_t max_hwm,
     out->adopt = -1;
     out->at_risk = max_hwm > longest ? max_hwm - longest : 0;
   }
+  assert(out->complete ? out->adopt >= 0 && out->adopt < (int)n : out->adopt == -1);
+  assert(out->at_risk >= 0);
 }
 
-felix_promise_verdict felix_promise_judge(const felix_ballot *ballot, const felix_promise_ask *ask,
-                                          const char *my_cp_instance) {
+static felix_promise_verdict promise_judge(const felix_ballot *ballot, const felix_promise_ask *ask,
+                                           const char *my_cp_instance) {
   if (ask->cp_instance && ask->cp_instance[0] && strcmp(ask->cp_instance, my_cp_instance ? my_cp_instance : ""))
     return FELIX_PROMISE_OLD_CP;
   if (ballot->has_leader && ballot->generation == ask->generation && !strcmp(ballot->leader, ask->leader) &&
       !strcmp(ballot->leader_copy_id, ask->leader_copy_id) && !strcmp(ballot->leader_incarnation, ask->leader_incarnation))
     return FELIX_PROMISE_HELD;
   return ask->generation > ballot->generation ? FELIX_PROMISE_TAKE : FELIX_PROMISE_LOWER;
+}
+
+felix_promise_verdict felix_promise_judge(const felix_ballot *ballot, const felix_promise_ask *ask,
+                                          const char *my_cp_instance) {
+  felix_promise_verdict v = promise_judge(ballot, ask, my_cp_instance);
+  /* A promised generation never goes down: only a higher one is taken, and a
+   * promise is "held" only at the very generation the ballot records. */
+  assert(v != FELIX_PROMISE_TAKE || ask->generation > ballot->generation);
+  assert(v != FELIX_PROMISE_HELD || (ballot->has_leader && ask->generation == ballot->generation));
+  return v;
 }

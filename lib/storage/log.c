@@ -82,6 +82,7 @@ bool felix_log_dir_deleted(felix_log *log) {
 
 /* One sync round. Called and returns with mu held; releases it meanwhile. */
 void log_sync_round(felix_log *log) {
+  assert(!log->sync_in_flight); /* one sync at a time */
   log->sync_in_flight = true;
   uint64_t start_seq = log->append_seq, start_end = log_end(log), start_bytes = log->bytes_total;
   log->trunc_floor_during_sync = UINT64_MAX;
@@ -100,6 +101,8 @@ void log_sync_round(felix_log *log) {
   if (rc != 0) {
     if (!log->sync_error) log->sync_error = rc, log->dir_gone = log_dir_gone(log);
   } else {
+    /* syncs run one at a time, so this one started after the last one did */
+    assert(start_seq >= log->synced_seq && start_seq <= log->append_seq);
     if (start_seq > log->synced_seq) log->synced_seq = start_seq;
     uint64_t end = start_end < log->trunc_floor_during_sync ? start_end : log->trunc_floor_during_sync;
     if (end > log->synced_end) log->synced_end = end;
@@ -107,6 +110,7 @@ void log_sync_round(felix_log *log) {
     log->syncs++;
     log->sync_nanos += (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec));
   }
+  log_assert_positions(log);
   pthread_cond_broadcast(&log->cv);
 }
 
@@ -166,6 +170,7 @@ felix_status felix_log_open(const char *path, const char *shard, const felix_log
     return st;
   }
   log->synced_end = log_end(log);
+  log_assert_positions(log);
   if (log->cfg.fsync_mode == FELIX_FSYNC_PERIODIC) {
     if (pthread_create(&log->flusher, NULL, flusher_main, log) == 0) log->flusher_running = true;
   }

@@ -2,6 +2,7 @@
 #ifndef FELIX_LOG_INTERNAL_H
 #define FELIX_LOG_INTERNAL_H
 
+#include <assert.h>
 #include <pthread.h>
 
 #include "felix/log.h"
@@ -51,6 +52,16 @@ struct felix_log {
 };
 
 static inline log_seg *log_active(felix_log *log) { return &log->segs[log->nsegs - 1]; }
+
+/* What holds whenever mu is free: a sync never vouches for a sequence not
+ * yet handed out, nor for offsets (or bytes) beyond what was written. */
+static inline void log_assert_positions(const felix_log *log) {
+  assert(log->nsegs > 0);
+  assert(log->synced_seq <= log->append_seq);
+  assert(log->synced_end <= log->segs[log->nsegs - 1].next_offset);
+  assert(log->bytes_synced <= log->bytes_total);
+  (void)log;
+}
 
 /* Runs the shard's sync primitive; returns 0 or an errno value. */
 int log_sync_fd(felix_log *log, int fd);

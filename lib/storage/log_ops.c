@@ -128,6 +128,7 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
     st = log->closing ? felix_fail(err, FELIX_E_CLOSED, "shard %s: log is closing", log->shard) : sticky_error(log, err);
   } else {
     wbuf b = {0};
+    uint64_t end_before = log_active(log)->next_offset, seq_before = log->append_seq;
     log_seg_mark_flushed(log_active(log));
     st = append_locked(log, recs, n, &b, out, err);
     free(b.p);
@@ -138,9 +139,18 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
       s->last_entry_pos = s->flushed_last_entry_pos;
       if (!log->sync_error) log->sync_error = err && err->sys_errno ? err->sys_errno : EIO;
     }
+    /* The log end only moves forward here, even when the append fails. */
+    assert(log_active(log)->next_offset >= end_before);
+    /* Success: n offsets from the old end, each one more than the last. */
+    assert(st || (out->first_offset == end_before && out->last_offset - out->first_offset + 1 == n &&
+                  log_active(log)->next_offset == out->last_offset + 1));
     out->seq = ++log->append_seq;
     out->trunc_epoch = log->ntrunc;
+    /* Strictly increasing, and no completed sync vouches for it yet. */
+    assert(out->seq > seq_before && log->synced_seq < out->seq);
+    (void)end_before, (void)seq_before;
   }
+  log_assert_positions(log);
   pthread_mutex_unlock(&log->mu);
   return st;
 }
@@ -153,6 +163,7 @@ static bool was_truncated(const felix_log *log, const felix_appended *a) {
 
 felix_status felix_log_wait_held(felix_log *log, const felix_appended *a, felix_err *err) {
   pthread_mutex_lock(&log->mu);
+  assert(a->seq <= log->append_seq && a->trunc_epoch <= log->ntrunc); /* a batch of this log */
   felix_status st = FELIX_OK;
   for (;;) {
     if (was_truncated(log, a)) {

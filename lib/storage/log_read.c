@@ -35,6 +35,7 @@ static felix_status read_exact(felix_log *log, const log_seg *s, void *buf, size
 
 /* Finds the byte position of `offset` in segment s (offset < s->next_offset). */
 static felix_status locate(felix_log *log, const log_seg *s, uint64_t offset, uint64_t *pos, felix_err *err) {
+  assert(s->base <= offset && offset < s->next_offset);
   uint64_t p = FELIX_SEG_HEADER_LEN, at = s->base;
   size_t lo = 0, hi = s->n_entries;
   while (lo < hi) { /* last entry with entry.offset <= offset */
@@ -166,6 +167,8 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
   log_seg *s = log_active(log);
   uint64_t pos = FELIX_SEG_HEADER_LEN;
   felix_status st = FELIX_OK;
+  /* drop_segments_from left the segment the cut falls in active */
+  assert(s->base <= offset && offset <= s->next_offset);
   if (offset > s->base) {
     st = offset < s->next_offset ? locate(log, s, offset, &pos, err) : FELIX_OK;
     if (offset >= s->next_offset) pos = s->size;
@@ -222,8 +225,11 @@ felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err)
     if (!st) st = cut_active(log, offset, err);
     if (st) log->sync_error = log->sync_error ? log->sync_error : EIO;
     (void)dropped;
+    /* the end moves back only here, to the cut; nothing past it counts as synced */
+    assert(st || (log_active(log)->next_offset == offset && log->synced_end <= offset));
     pthread_cond_broadcast(&log->cv);
   }
+  log_assert_positions(log);
   pthread_mutex_unlock(&log->mu);
   return st;
 }
@@ -244,5 +250,6 @@ void felix_log_get_stats(felix_log *log, felix_log_stats *o) {
   o->unsynced_bytes = log->bytes_total - log->bytes_synced;
   o->sync_error = log->sync_error;
   o->dir_gone = log->dir_gone;
+  log_assert_positions(log);
   pthread_mutex_unlock(&log->mu);
 }

@@ -23,6 +23,9 @@ void log_seg_name(const felix_log *log, const log_seg *s, const char *suffix, ch
 }
 
 felix_status log_seg_add_entry(log_seg *s, uint64_t offset, uint64_t position) {
+  /* entries ascend, the first one at the segment's first record (§3.1) */
+  assert(s->n_entries ? offset > s->entries[s->n_entries - 1].offset && position > s->entries[s->n_entries - 1].position
+                      : offset == s->base && position == FELIX_SEG_HEADER_LEN);
   if (s->n_entries == s->cap_entries) {
     size_t nc = s->cap_entries ? s->cap_entries * 2 : 16;
     felix_idx_entry *ne = realloc(s->entries, nc * sizeof *ne);
@@ -69,6 +72,7 @@ static felix_status write_new_file(felix_log *log, const char *name, const uint8
 }
 
 felix_status log_seg_create(felix_log *log, uint64_t base, felix_err *err) {
+  assert(log->nsegs == 0 || base == log_active(log)->next_offset); /* no offset gap between segments */
   if (log->nsegs == log->cap_segs) {
     size_t nc = log->cap_segs ? log->cap_segs * 2 : 8;
     log_seg *ns = realloc(log->segs, nc * sizeof *ns);

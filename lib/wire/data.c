@@ -1,6 +1,7 @@
 /* wire/data.c — frame codec of the data protocol (docs/wire.md). No I/O. */
 #include "felix/wire.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,10 +62,12 @@ size_t felix_frame_begin(felix_buf *b, uint16_t type, uint32_t correlation) {
 }
 
 void felix_frame_end(felix_buf *b, size_t start) {
+  assert(b->oom || start + FELIX_WIRE_HEADER <= b->len); /* start came from felix_frame_begin on b */
   if (!b->oom) felix_put_u32(b->data + start, (uint32_t)(b->len - start - 4));
 }
 
 static bool need(felix_reader *r, size_t n) {
+  assert(r->pos <= r->len); /* a reader never moves past its frame */
   if (r->bad || r->len - r->pos < n) return !(r->bad = true);
   return true;
 }

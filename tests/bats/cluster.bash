@@ -7,7 +7,14 @@
 
 load helpers
 
-BROKER="$FELIX_BUILD/felix-broker"
+# The sanitizer build with every assert on (make all builds it); teardown
+# fails the test when any process's log shows a failed assert or a
+# sanitizer report. The fault shims are LD_PRELOADed before ASan's runtime,
+# hence verify_asan_link_order=0; leaks are the offline tools' check
+# (valgrind), not a broker killed mid-run's.
+BROKER="$FELIX_BUILD/felix-broker-san"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:verify_asan_link_order=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 CTL="$FELIX_BUILD/felixctl"
 
 # Picks a base port with 40 free ports above it, below the kernel's ephemeral
@@ -90,7 +97,17 @@ stop_process() {
   wait_exit "$pid" 30
 }
 
+# broken_invariants — the log lines of a failed assert, a sanitizer report or
+# an abort in any of the test's process logs (none: exit 1).
+broken_invariants() {
+  grep -HE "Assertion .* failed|runtime error:|ERROR: (AddressSanitizer|LeakSanitizer)|AddressSanitizer:DEADLYSIGNAL" \
+    "$C"/*.log 2>/dev/null
+}
+
 cluster_teardown() {
   [ -f "$C/pids" ] || return 0
   awk '{print $2}' "$C/pids" | xargs -r kill -9 2>/dev/null || true
+  if broken_invariants >&2; then
+    fail "a process hit a failed assert or a sanitizer report (above)"
+  fi
 }

@@ -355,3 +355,19 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   run -0 complete_fish "felix-broker run --data-dir d"
   assert_output "ddir/"
 }
+
+@test "the cluster suites' teardown fails a test whose process log shows a failed assert or a sanitizer report" {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  echo 'ts=2026-12-02T00:00:00.000Z level=info msg=starting id=b1' >"$C/b1.log"
+  run -0 cluster_teardown
+  for line in "felix-broker-san: felix-broker/broker/shard.c:123: shard_set_hwm: Assertion \`hwm <= st.end_offset' failed." \
+    "felix-broker/broker/data.c:10:5: runtime error: signed integer overflow: 9223372036854775807 + 1" \
+    "==4242==ERROR: AddressSanitizer: heap-use-after-free on address 0x602000000010"; do
+    printf '%s\n' "$line" >>"$C/b2.log"
+    run cluster_teardown
+    [ "$status" -ne 0 ] || fail "teardown let this line pass: $line"
+    assert_output --partial "b2.log:$line"
+    rm "$C/b2.log"
+  done
+  run -0 cluster_teardown
+}
