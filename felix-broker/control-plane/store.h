@@ -1,10 +1,17 @@
-/* control-plane/store.h — the control plane's SQLite store (DESIGN.md §4.1).
+/* control-plane/store.h — the control plane's store (DESIGN.md §4.1): the
+ * one interface through which the engine (state.c, decide.c, registry.c,
+ * streams.c, abandon.c, adopt.c) reads and writes what must outlive a
+ * restart. Nothing above it knows how the rows are kept.
  *
- * One connection, used only under the caller's lock (cp_state serializes
- * every access). WAL, synchronous=FULL: a commit that returned is on disk, so
- * callers commit every generation, pin, placement and incarnation change
- * before the reply that announces it. The schema is created and migrated here
- * (PRAGMA user_version plus a schema_version table that says the same). */
+ * The contract every implementation keeps: used only under the caller's lock
+ * (cp_state serializes every access); writes happen between cp_store_begin
+ * and cp_store_commit and are all or nothing; a commit that returned is
+ * durable, so callers commit every generation, pin, placement and
+ * incarnation change before the reply that announces it.
+ *
+ * Implementations: store_sqlite.c (one SQLite connection, WAL,
+ * synchronous=FULL; the schema is created and migrated there, PRAGMA
+ * user_version plus a schema_version table that says the same). */
 #ifndef FELIX_CP_STORE_H
 #define FELIX_CP_STORE_H
 

@@ -1,5 +1,5 @@
 /* restore-point/commands.c — felix-broker restore-point create|list|verify|restore:
- * runs lib/rp_*.c and prints the result as text or JSON. */
+ * runs lib/restore-point/ and prints the result as text or JSON. */
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
