@@ -1,4 +1,5 @@
 /* main.c — felix-broker: dispatch to the control plane or the broker. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,10 @@ int main(int argc, char **argv) {
     printf("felix-broker %s\n", FELIX_VERSION);
     return FELIX_EXIT_OK;
   }
+  /* Every role writes to sockets whose other end may be gone (a killed
+   * leader, a producer that hung up): that must be an EPIPE error to handle,
+   * never a signal that kills the process. */
+  signal(SIGPIPE, SIG_IGN);
   if (!strcmp(cmd, "control-plane")) return cp_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return broker_main(argc - 1, argv + 1);
   if (!strcmp(cmd, "restore-point")) return rp_main(argc - 1, argv + 1);

@@ -1,5 +1,6 @@
 /* broker/cp_client.c — the broker's side of the control plane: register once per
- * process start, heartbeat every second with the inventory when it changed,
+ * process start, heartbeat every second on a fixed cadence (with the inventory
+ * when it changed; a changed inventory also goes out at once),
  * report the shards it leads, and hand assignments to the loop.
  *
  * The HTTP calls run on their own thread (libcurl is blocking); the loop and
@@ -112,7 +113,16 @@ typedef struct cp_session {
   uint64_t seq;
   http_resp resp;
   time_t last_complaint;
+  uint64_t last_late_warn_ms;
+  uint64_t period_ms; /* the heartbeat_ms of the control plane's last reply */
 } cp_session;
+
+/* The control plane names the cadence it counts on (the smaller of 1 s and a
+ * fifth of its lease): every reply may change it. */
+static void take_period(cp_session *cs, const cJSON *reply) {
+  const cJSON *hb = reply ? cJSON_GetObjectItem(reply, "heartbeat_ms") : NULL;
+  if (cJSON_IsNumber(hb) && hb->valuedouble >= 1 && hb->valuedouble <= 60000) cs->period_ms = (uint64_t)hb->valuedouble;
+}
 
 static void complain(cp_session *cs, const char *msg, long code) {
   time_t now = time(NULL);
@@ -159,6 +169,7 @@ static void do_register(cp_session *cs) {
   cJSON *j = code == 200 ? cJSON_Parse(cs->resp.body) : NULL;
   const cJSON *inc = j ? cJSON_GetObjectItem(j, "incarnation") : NULL;
   if (cJSON_IsString(inc)) {
+    take_period(cs, j);
     snprintf(cs->incarnation, sizeof cs->incarnation, "%s", inc->valuestring);
     cs->registered = true;
     cs->seq = 0;
@@ -178,6 +189,9 @@ static void do_heartbeat(cp_session *cs) {
   long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/heartbeat", body, &cs->resp);
   free(body);
   if (code == 200) {
+    cJSON *j = cJSON_Parse(cs->resp.body);
+    take_period(cs, j);
+    cJSON_Delete(j);
     deliver(cs, sent_ms);
   } else {
     if (inv) { /* not delivered: send it again next time */
@@ -209,8 +223,46 @@ static void do_report(cp_session *cs) {
   if (code != 200) complain(cs, "report not accepted", code);
 }
 
+/* Heartbeats keep a fixed cadence taken from the clock: one is due a period
+ * after the last periodic one went out, whatever news came in between. (A
+ * deadline advanced on every wake-up once ran many seconds ahead under a
+ * trickle of records, and the lease lapsed when the trickle stopped.) The
+ * period is the control plane's heartbeat_ms (1 s until it said). News —
+ * a changed inventory, a report — goes out between heartbeats, at most one
+ * call per NEWS_GAP_MS, and does not move the deadline. */
+#define NEWS_GAP_MS 50u
+
+static struct timespec monotonic_at(uint64_t ms) {
+  return (struct timespec){.tv_sec = (time_t)(ms / 1000u), .tv_nsec = (long)(ms % 1000u) * 1000000L};
+}
+
+/* A heartbeat that leaves a whole period after its due time eats into the lease the
+ * control plane counts: say so (at most once per 5 s). */
+static void note_late(cp_session *cs, uint64_t due_ms, uint64_t now_ms) {
+  if (now_ms < due_ms + cs->period_ms || now_ms < cs->last_late_warn_ms + 5000u) return;
+  cs->last_late_warn_ms = now_ms;
+  char late[32];
+  snprintf(late, sizeof late, "%" PRIu64, now_ms - due_ms);
+  felix_log_event("warn", "heartbeat went out late", "late_ms", late, "control_plane", cs->b->cfg.control_plane, NULL);
+}
+
+/* One pass: register, or the heartbeat when due (or carrying a changed
+ * inventory), then the report. Returns the new time of the last periodic send. */
+static uint64_t cp_pass(cp_session *cs, uint64_t last_beat_ms, bool inventory_news) {
+  uint64_t now = felix_monotonic_ms();
+  if (!cs->registered) {
+    do_register(cs);
+    return now;
+  }
+  bool due = now >= last_beat_ms + cs->period_ms;
+  if (due) note_late(cs, last_beat_ms + cs->period_ms, now);
+  if (due || inventory_news) do_heartbeat(cs);
+  do_report(cs);
+  return due ? now : last_beat_ms;
+}
+
 static void *cp_thread_main(void *arg) {
-  cp_session cs = {.b = arg};
+  cp_session cs = {.b = arg, .period_ms = 1000};
   broker *b = cs.b;
   cs.curl = curl_easy_init();
   char *tok;
@@ -220,28 +272,24 @@ static void *cp_thread_main(void *arg) {
     snprintf(cs.token, sizeof cs.token, "%s", tok);
     free(tok);
   }
-  struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
+  uint64_t last_beat = 0;
   pthread_mutex_lock(&b->mb.mu);
   while (!b->mb.stop) {
+    bool inventory_news = b->mb.inventory_dirty;
     pthread_mutex_unlock(&b->mb.mu);
-    if (!cs.registered) do_register(&cs);
-    else do_heartbeat(&cs), do_report(&cs);
+    last_beat = cp_pass(&cs, last_beat, inventory_news);
+    uint64_t sent = felix_monotonic_ms();
     pthread_mutex_lock(&b->mb.mu);
-    next.tv_sec += 1; /* heartbeat every second; earlier when the loop has news */
-    struct timespec floor;
-    clock_gettime(CLOCK_MONOTONIC, &floor);
-    floor.tv_nsec += 50000000;
-    if (floor.tv_nsec >= 1000000000) floor.tv_sec++, floor.tv_nsec -= 1000000000;
-    if (next.tv_sec < floor.tv_sec) next = floor;
+    struct timespec due = monotonic_at(last_beat + cs.period_ms);
     while (!b->mb.stop && !(cs.registered && (b->mb.report_dirty || b->mb.inventory_dirty)) &&
-           pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &next) == 0) {
+           pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &due) == 0) {
     }
-    if (b->mb.report_dirty || b->mb.inventory_dirty) { /* at most 20 calls a second */
-      pthread_mutex_unlock(&b->mb.mu);
-      struct timespec pause = {0, 50000000};
-      nanosleep(&pause, NULL);
-      pthread_mutex_lock(&b->mb.mu);
+    uint64_t deadline = last_beat + cs.period_ms, gap_end = sent + NEWS_GAP_MS;
+    if (!b->mb.stop && felix_monotonic_ms() < gap_end && gap_end < deadline) {
+      /* news right after a call waits out the gap, never past the deadline */
+      struct timespec gap = monotonic_at(gap_end);
+      while (!b->mb.stop && pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &gap) == 0) {
+      }
     }
   }
   pthread_mutex_unlock(&b->mb.mu);

@@ -166,7 +166,6 @@ static void install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
-  signal(SIGPIPE, SIG_IGN);
 }
 
 /* The ticker: advances the lease clock every tick until a signal. */

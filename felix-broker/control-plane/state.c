@@ -338,7 +338,8 @@ felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh
   va_start(ap, fmt);
   vsnprintf(e.message, sizeof e.message, fmt, ap);
   va_end(ap);
-  cp_log("info", e.message, "event", kind, NULL);
+  /* A lapsed lease takes a broker's shards away: an operator must see it. */
+  cp_log(strcmp(kind, "lease_lapsed") ? "info" : "warn", e.message, "event", kind, NULL);
   return cp_store_event_add(cp->store, &e, err);
 }
 

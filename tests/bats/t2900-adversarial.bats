@@ -108,7 +108,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
     fail "restart after a failed flush kept storage id $sid: $(grep 'msg="storage id' "$C/b1.log" | tail -n 1)"
 }
 
-# The same rule on the drain path: broker/run.c drain_flush/drain_done treat
+# The same rule on the drain path: broker/drain.c drain_flush/drain_done treat
 # a failed flush as "drain incomplete" and exit 1 with the boot token still in
 # place, so the next start on this boot keeps the storage id although the
 # flush of acknowledged records failed. The flusher is kept out of the way
@@ -160,7 +160,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
 
 # §5 Shutdown: a drain ends in state=stopped and exit 0. Under on_commit a
 # publish whose sync is still on the thread pool when SIGTERM arrives has its
-# held_done (broker/data.c) run after drain_done (broker/run.c) closed every
+# held_done (broker/data.c) run after drain_done (broker/drain.c) closed every
 # log (shard_close sets s->log = NULL): felix_log_get_stats(NULL) -> SIGSEGV,
 # about one drain in two. (held_wait can also still be inside
 # felix_log_wait_held while felix_log_close frees the log.)
