@@ -114,7 +114,8 @@ typedef struct cp_session {
   http_resp resp;
   time_t last_complaint;
   uint64_t last_late_warn_ms;
-  uint64_t period_ms; /* the heartbeat_ms of the control plane's last reply */
+  uint64_t period_ms;  /* the heartbeat_ms of the control plane's last reply */
+  bool inventory_owed; /* an inventory was not delivered: the next heartbeat sends the newest */
 } cp_session;
 
 /* The control plane names the cadence it counts on (the smaller of 1 s and a
@@ -183,22 +184,19 @@ static void do_register(cp_session *cs) {
 }
 
 static void do_heartbeat(cp_session *cs) {
-  char *inv = take_inventory(cs->b, false);
+  char *inv = take_inventory(cs->b, cs->inventory_owed);
   char *body = heartbeat_body(cs->b, cs->incarnation, inv);
   uint64_t sent_ms = felix_boottime_ms();
   long code = post_json(cs->curl, cs->b, cs->token, "/v1/broker/heartbeat", body, &cs->resp);
   free(body);
   if (code == 200) {
+    if (inv) cs->inventory_owed = false;
     cJSON *j = cJSON_Parse(cs->resp.body);
     take_period(cs, j);
     cJSON_Delete(j);
     deliver(cs, sent_ms);
   } else {
-    if (inv) { /* not delivered: send it again next time */
-      pthread_mutex_lock(&cs->b->mb.mu);
-      cs->b->mb.inventory_dirty = true;
-      pthread_mutex_unlock(&cs->b->mb.mu);
-    }
+    if (inv) cs->inventory_owed = true; /* not delivered: the next periodic heartbeat carries it */
     if (code == 409) {
       felix_log_event("warn", "control plane does not know this incarnation; registering again", "incarnation", cs->incarnation, NULL);
       cs->registered = false;
@@ -229,7 +227,8 @@ static void do_report(cp_session *cs) {
  * trickle of records, and the lease lapsed when the trickle stopped.) The
  * period is the control plane's heartbeat_ms (1 s until it said). News —
  * a changed inventory, a report — goes out between heartbeats, at most one
- * call per NEWS_GAP_MS, and does not move the deadline. */
+ * pass per NEWS_GAP_MS, and does not move the deadline; an inventory a
+ * failed call did not deliver waits for the next periodic heartbeat. */
 #define NEWS_GAP_MS 50u
 
 static struct timespec monotonic_at(uint64_t ms) {
@@ -239,7 +238,8 @@ static struct timespec monotonic_at(uint64_t ms) {
 /* A heartbeat that leaves a whole period after its due time eats into the lease the
  * control plane counts: say so (at most once per 5 s). */
 static void note_late(cp_session *cs, uint64_t due_ms, uint64_t now_ms) {
-  if (now_ms < due_ms + cs->period_ms || now_ms < cs->last_late_warn_ms + 5000u) return;
+  uint64_t threshold = cs->period_ms > 100u ? cs->period_ms : 100u; /* no warning for scheduling jitter */
+  if (now_ms < due_ms + threshold || now_ms < cs->last_late_warn_ms + 5000u) return;
   cs->last_late_warn_ms = now_ms;
   char late[32];
   snprintf(late, sizeof late, "%" PRIu64, now_ms - due_ms);
@@ -261,6 +261,18 @@ static uint64_t cp_pass(cp_session *cs, uint64_t last_beat_ms, bool inventory_ne
   return due ? now : last_beat_ms;
 }
 
+/* When the next pass is due: the heartbeat deadline, or sooner when news
+ * waits; never sooner than a gap after the last call ended, so neither news
+ * nor failing calls make the thread spin. Called with the mailbox locked. */
+static uint64_t next_pass_ms(const cp_session *cs, uint64_t last_beat, uint64_t ended) {
+  const broker *b = cs->b;
+  uint64_t deadline = last_beat + cs->period_ms;
+  bool news = cs->registered && (b->mb.report_dirty || b->mb.inventory_dirty);
+  uint64_t gap = cs->period_ms / 2 < NEWS_GAP_MS ? cs->period_ms / 2 : NEWS_GAP_MS;
+  uint64_t wake = news && ended + NEWS_GAP_MS < deadline ? ended + NEWS_GAP_MS : deadline;
+  return wake < ended + gap ? ended + gap : wake;
+}
+
 static void *cp_thread_main(void *arg) {
   cp_session cs = {.b = arg, .period_ms = 1000};
   broker *b = cs.b;
@@ -278,18 +290,13 @@ static void *cp_thread_main(void *arg) {
     bool inventory_news = b->mb.inventory_dirty;
     pthread_mutex_unlock(&b->mb.mu);
     last_beat = cp_pass(&cs, last_beat, inventory_news);
-    uint64_t sent = felix_monotonic_ms();
+    uint64_t ended = felix_monotonic_ms();
     pthread_mutex_lock(&b->mb.mu);
-    struct timespec due = monotonic_at(last_beat + cs.period_ms);
-    while (!b->mb.stop && !(cs.registered && (b->mb.report_dirty || b->mb.inventory_dirty)) &&
-           pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &due) == 0) {
-    }
-    uint64_t deadline = last_beat + cs.period_ms, gap_end = sent + NEWS_GAP_MS;
-    if (!b->mb.stop && felix_monotonic_ms() < gap_end && gap_end < deadline) {
-      /* news right after a call waits out the gap, never past the deadline */
-      struct timespec gap = monotonic_at(gap_end);
-      while (!b->mb.stop && pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &gap) == 0) {
-      }
+    /* Re-evaluated on every wake-up: news that arrives meanwhile brings the
+     * pass forward, but no earlier than the gap allows. */
+    for (uint64_t wake; !b->mb.stop && felix_monotonic_ms() < (wake = next_pass_ms(&cs, last_beat, ended));) {
+      struct timespec until = monotonic_at(wake);
+      pthread_cond_timedwait(&b->mb.cv, &b->mb.mu, &until);
     }
   }
   pthread_mutex_unlock(&b->mb.mu);

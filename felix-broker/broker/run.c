@@ -57,6 +57,17 @@ static const char *env_or(const char *name, const char *dflt) {
   return v && *v ? v : dflt;
 }
 
+/* host:port with a numeric port from 0 to 65535 and an IP address host
+ * (IPv4 only where ipv4_only: the HTTP endpoints). */
+static bool valid_address(const char *addr, bool ipv4_only) {
+  const char *colon = strrchr(addr, ':');
+  if (!colon || !colon[1] || strlen(colon + 1) > 5 || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+      atoi(colon + 1) > 65535)
+    return false;
+  struct sockaddr_storage ss;
+  return broker_parse_addr(addr, &ss) == 0 && (!ipv4_only || ss.ss_family == AF_INET);
+}
+
 static int parse_args(int argc, char **argv, broker_config *c) {
   felix_err err;
   if (felix_log_config_from_env(&c->log, &err)) return usage_error("%s%s", err.msg, "");
@@ -105,6 +116,15 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   if (!c->token_file) return usage_error("--token-file is required (or FELIX_TOKEN_FILE): the control plane's broker token%s%s", "", "");
   if (access(c->token_file, R_OK) != 0)
     return usage_error("--token-file %s: %s (the control plane writes <db>.broker-token at its first start)", c->token_file, strerror(errno));
+  /* Every flag is checked before the data directory is touched: a typo must
+   * not leave state=running and a boot token behind (a clean stop would turn
+   * into a crash that rotates the storage id after the next reboot). */
+  if (!valid_address(c->listen, false))
+    return usage_error("--listen: '%s' is not an IP address and a port from 0 to 65535 (e.g. 127.0.0.1:7101)%s", c->listen, "");
+  if (!valid_address(c->http, true))
+    return usage_error("--http: '%s' is not an IPv4 address and a port from 0 to 65535 (e.g. 127.0.0.1:7201)%s", c->http, "");
+  if (strncmp(c->control_plane, "http://", 7) && strncmp(c->control_plane, "https://", 8))
+    return usage_error("--control-plane: '%s' is not an http:// or https:// URL%s", c->control_plane, "");
   return 0;
 }
 
@@ -183,6 +203,7 @@ int broker_main(int argc, char **argv) {
   broker *b = calloc(1, sizeof *b);
   if (!b) return FELIX_EXIT_FAILURE;
   b->dirfd = -1;
+  b->lock.fd = -1; /* nothing to release if the start fails before the lock */
   int rc = parse_args(argc, argv, &b->cfg);
   if (rc) return rc == -2 ? FELIX_EXIT_OK : rc;
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -192,8 +213,9 @@ int broker_main(int argc, char **argv) {
                   felix_fsync_mode_name(b->cfg.log.fsync_mode), "pid", pid, NULL);
   if (b->cfg.test_slow_drain_ms)
     felix_log_event("warn", "FELIX_TEST_SLOW_DRAIN_MS is set: the drain waits before flushing (tests only)", NULL);
-  rc = broker_start_storage(b);
-  if (!rc && broker_http_start(b) != 0) rc = FELIX_EXIT_FAILURE;
+  /* The HTTP port first: a start that cannot have it leaves the data
+   * directory as it found it (no run-state, no boot token written). */
+  rc = broker_http_start(b) != 0 ? FELIX_EXIT_FAILURE : broker_start_storage(b);
   if (!rc) rc = run_loop(b);
   broker_http_stop(b);
   felix_dir_lock_release(&b->lock);

@@ -70,3 +70,36 @@ lapses() { grep -c 'event=lease_lapsed' "$C/cp.log" || true; }
   wait_until 60 caught_up "$F1"
   kill -0 "$fpid" || fail "$F1 died after it was resumed: $(tail -n 5 "$C/$F1.log")"
 }
+
+@test "1: with the control plane down and an inventory to deliver, the broker calls it at its heartbeat cadence, not in a loop" {
+  cp_start
+  broker_start 1
+  wait_until 60 brokers_alive 1
+  run -0 "$CTL" stream create s --shards 1 --replicas 1
+  wait_until 60 shard_is s/0 Active
+  stop_process cp KILL
+  # In the control plane's place, a listener that counts the connections and
+  # closes each at once (every call fails fast, as when nothing listens).
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(64); s.settimeout(0.2)
+n = 0; end = time.time() + 30
+while time.time() < end:
+    try: c, _ = s.accept()
+    except socket.timeout: continue
+    c.close(); n += 1
+    open(sys.argv[2], "w").write(str(n))' "${CP_ADDR#*:}" "$C/calls" &
+  echo "counter $!" >>"$C/pids"
+  rm -rf "$C"/b1/shards/s_0-* # an inventory change while the control plane is away
+  wait_until 10 grep -q 'shard copy refused' "$C/b1.log"
+  wait_until 10 test -s "$C/calls"
+  first=$(cat "$C/calls")
+  wait_until 20 grep -q 'control plane unreachable' "$C/b1.log"
+  # A window of three heartbeat periods (a sampling window, not a wait): the
+  # count moves by a handful (a heartbeat and a report each period), not by
+  # hundreds as a thread re-sending the inventory every pass does.
+  sleep 3
+  calls=$(( $(cat "$C/calls") - first ))
+  [ "$calls" -le 20 ] || fail "$calls calls to the control plane in 3 s with it down (a spinning thread)"
+  [ "$calls" -ge 2 ] || fail "only $calls calls in 3 s: the broker stopped heartbeating"
+}

@@ -371,3 +371,38 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   done
   run -0 cluster_teardown
 }
+
+@test "run: a typo in --listen, --http or --control-plane exits 2 naming the flag, before the data directory is touched" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  for bad in "--listen 127.0.0.1:71o1" "--listen nocolon" "--http 127.0.0.1:99999" "--http localhost:7201" \
+    "--http [::1]:7201" "--control-plane 127.0.0.1:7070"; do
+    # shellcheck disable=SC2086
+    run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" $bad
+    [ "$status" -eq 2 ] || fail "$bad: exit $status (2 expected): $stderr"
+    [[ $stderr == *"${bad%% *}: '${bad#* }'"* ]] || fail "$bad: $stderr"
+    [ ! -e "$W/d" ] || fail "$bad: the data directory was touched: $(ls -A "$W/d")"
+    [ ! -e "$W/runtime" ] || fail "$bad: a boot token was taken"
+  done
+}
+
+@test "run: an --http port already taken fails the start and leaves the data directory's run-state as it was" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  mkdir -p "$W/d"
+  printf 'state=stopped\nfsync_mode=periodic\npid=1\nsince=2026-12-01T00:00:00Z\n' >"$W/d/run-state"
+  cp "$W/d/run-state" "$W/run-state.before"
+  python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(60)' "$W/port" &
+  holder=$!
+  wait_until 10 test -s "$W/port"
+  run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" \
+    --control-plane "$UNREACHABLE" --listen 127.0.0.1:1 --http "127.0.0.1:$(cat "$W/port")"
+  kill "$holder"
+  [ "$status" -eq 1 ] || fail "exit $status (1 expected): $stderr"
+  [[ $stderr == *"cannot serve HTTP"* ]] || fail "$stderr"
+  cmp "$W/run-state.before" "$W/d/run-state" || fail "run-state changed: $(cat "$W/d/run-state")"
+  [ ! -e "$W/d/storage-id" ] || fail "a storage id was written"
+  [ ! -e "$W/runtime" ] || fail "a boot token was taken"
+}
