@@ -154,7 +154,8 @@ typedef struct broker {
 } broker;
 
 /* broker/startup.c */
-int broker_start_storage(broker *b);  /* lock, recover, identity, run-state, token */
+int broker_lock_data_dir(broker *b);  /* creates the directory if need be and takes its lock: nothing else */
+int broker_start_storage(broker *b);  /* (locked) recover, identity, run-state, token */
 int broker_open_shards(broker *b);
 void broker_open_shards_one(broker *b, const char *dir_name); /* prepends to b->shards */
 shard *broker_find_shard(broker *b, const char *stream, uint32_t index);

@@ -1,14 +1,16 @@
 /* broker/run.c — felix-broker run: arguments, the start-up order, the loop,
  * and the signals that start a drain (drain.c; DESIGN.md §3.3, §5).
  *
- * Order: storage first (lock, recovery, identity, run-state, boot token), then
+ * Order: the directory lock, the HTTP endpoints (/ready is 503 until serving),
+ * then storage (recovery, identity, run-state, boot token), then
  * registration; the data port opens only once the control plane has answered,
- * so nothing is served before the id on disk is final and registered. */
+ * so no data is served before the id on disk is final and registered. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "broker.h"
@@ -123,8 +125,11 @@ static int parse_args(int argc, char **argv, broker_config *c) {
     return usage_error("--listen: '%s' is not an IP address and a port from 0 to 65535 (e.g. 127.0.0.1:7101)%s", c->listen, "");
   if (!valid_address(c->http, true))
     return usage_error("--http: '%s' is not an IPv4 address and a port from 0 to 65535 (e.g. 127.0.0.1:7201)%s", c->http, "");
-  if (strncmp(c->control_plane, "http://", 7) && strncmp(c->control_plane, "https://", 8))
-    return usage_error("--control-plane: '%s' is not an http:// or https:// URL%s", c->control_plane, "");
+  /* As felixctl: a URL without a scheme is http (libcurl's guess too). */
+  const char *scheme_end = strstr(c->control_plane, "://");
+  if (!c->control_plane[0] || strpbrk(c->control_plane, " \t\r\n") ||
+      (scheme_end && strncasecmp(c->control_plane, "http://", 7) && strncasecmp(c->control_plane, "https://", 8)))
+    return usage_error("--control-plane: '%s' is not an http:// or https:// URL (or host:port)%s", c->control_plane, "");
   return 0;
 }
 
@@ -213,9 +218,12 @@ int broker_main(int argc, char **argv) {
                   felix_fsync_mode_name(b->cfg.log.fsync_mode), "pid", pid, NULL);
   if (b->cfg.test_slow_drain_ms)
     felix_log_event("warn", "FELIX_TEST_SLOW_DRAIN_MS is set: the drain waits before flushing (tests only)", NULL);
-  /* The HTTP port first: a start that cannot have it leaves the data
-   * directory as it found it (no run-state, no boot token written). */
-  rc = broker_http_start(b) != 0 ? FELIX_EXIT_FAILURE : broker_start_storage(b);
+  /* The lock (a second broker on the directory is told so, exit 4), then
+   * the HTTP port: a start that cannot have it leaves the data directory as
+   * it found it (no recovery, run-state or boot token written). */
+  rc = broker_lock_data_dir(b);
+  if (!rc && broker_http_start(b) != 0) rc = FELIX_EXIT_FAILURE;
+  if (!rc) rc = broker_start_storage(b);
   if (!rc) rc = run_loop(b);
   broker_http_stop(b);
   felix_dir_lock_release(&b->lock);

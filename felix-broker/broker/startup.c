@@ -167,7 +167,7 @@ static int write_running(broker *b) {
   return 0;
 }
 
-int broker_start_storage(broker *b) {
+int broker_lock_data_dir(broker *b) {
   felix_err err;
   char shards[4200];
   if (mkdir(b->cfg.data_dir, 0755) != 0 && errno != EEXIST) return fail(strerror(errno), FELIX_EXIT_FAILURE);
@@ -175,6 +175,10 @@ int broker_start_storage(broker *b) {
   if (mkdir(shards, 0755) != 0 && errno != EEXIST) return fail(strerror(errno), FELIX_EXIT_FAILURE);
   if (felix_open_dir(AT_FDCWD, b->cfg.data_dir, &b->dirfd, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (felix_dir_lock_acquire(b->dirfd, b->cfg.data_dir, &b->lock, &err)) return fail(err.msg, felix_exit_code_of(err.status));
+  return 0;
+}
+
+int broker_start_storage(broker *b) {
   if (broker_remove_leftovers(b))
     return fail("a restore-point restore stopped midway and what it left cannot be settled (see the log above: "
                 "it names the file); fix that cause and start again", FELIX_EXIT_FAILURE);

@@ -376,7 +376,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   echo token >"$W/token"
   export FELIX_RUNTIME_DIR="$W/runtime"
   for bad in "--listen 127.0.0.1:71o1" "--listen nocolon" "--http 127.0.0.1:99999" "--http localhost:7201" \
-    "--http [::1]:7201" "--control-plane 127.0.0.1:7070"; do
+    "--http [::1]:7201" "--control-plane ftp://127.0.0.1:7070"; do
     # shellcheck disable=SC2086
     run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" $bad
     [ "$status" -eq 2 ] || fail "$bad: exit $status (2 expected): $stderr"
@@ -405,4 +405,19 @@ open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(60)' "$W/port"
   cmp "$W/run-state.before" "$W/d/run-state" || fail "run-state changed: $(cat "$W/d/run-state")"
   [ ! -e "$W/d/storage-id" ] || fail "a storage id was written"
   [ ! -e "$W/runtime" ] || fail "a boot token was taken"
+}
+
+@test "run: a second broker started with the same flags on a locked directory is refused with exit 4 naming the holder" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  pick_ports
+  flags=(run --id b1 --data-dir "$W/d" --token-file "$W/token" --control-plane "$UNREACHABLE"
+    --listen "127.0.0.1:$((PORT_BASE + 1))" --http "127.0.0.1:$((PORT_BASE + 2))")
+  "$BROKER" "${flags[@]}" 2>"$W/first.log" &
+  first=$!
+  wait_until 20 grep -q 'storage id' "$W/first.log"
+  run --separate-stderr timeout -k 2 10 "$BROKER" "${flags[@]}"
+  kill -9 "$first"
+  [ "$status" -eq 4 ] || fail "exit $status (4 expected): $stderr"
+  [[ $stderr == *"$first"* ]] || fail "the holder's pid $first is not named: $stderr"
 }
