@@ -254,6 +254,12 @@ void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms) {
   apply_deletions(b, cJSON_GetObjectItem(j, "deleted_streams"));
   const cJSON *a;
   uint64_t lease_ms = (uint64_t)num_of(j, "lease_ms"); /* heartbeat and registration replies carry it */
+  double hb = num_of(j, "heartbeat_ms"); /* the cadence the control-plane thread keeps */
+  if (hb >= 1 && hb <= 60000) {
+    pthread_mutex_lock(&b->mb.mu);
+    b->mb.heartbeat_ms = (uint64_t)hb;
+    pthread_mutex_unlock(&b->mb.mu);
+  }
   cJSON_ArrayForEach(a, cJSON_GetObjectItem(j, "assignments")) apply_one(b, a, sent_ms, lease_ms);
   cJSON_Delete(j);
 }

@@ -109,6 +109,7 @@ typedef struct cp_mailbox {
   bool report_dirty;
   bool stop;
   bool draining;          /* heartbeats say so: the control plane hands our shards off */
+  uint64_t heartbeat_ms;  /* the cadence the control plane's last applied reply named; 0: not yet */
   pthread_cond_t cv;
 } cp_mailbox;
 

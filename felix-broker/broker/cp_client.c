@@ -1,6 +1,6 @@
 /* broker/cp_client.c — the broker's side of the control plane: register once per
- * process start, heartbeat every second on a fixed cadence (with the inventory
- * when it changed; a changed inventory also goes out at once),
+ * process start, heartbeat on the control plane's fixed cadence (with the
+ * inventory when it changed; a changed inventory also goes out at once),
  * report the shards it leads, and hand assignments to the loop.
  *
  * The HTTP calls run on their own thread (libcurl is blocking); the loop and
@@ -114,16 +114,9 @@ typedef struct cp_session {
   http_resp resp;
   time_t last_complaint;
   uint64_t last_late_warn_ms;
-  uint64_t period_ms;  /* the heartbeat_ms of the control plane's last reply */
+  uint64_t period_ms;  /* mb.heartbeat_ms when the pass began (1 s until a reply named one) */
   bool inventory_owed; /* an inventory was not delivered: the next heartbeat sends the newest */
 } cp_session;
-
-/* The control plane names the cadence it counts on (the smaller of 1 s and a
- * fifth of its lease): every reply may change it. */
-static void take_period(cp_session *cs, const cJSON *reply) {
-  const cJSON *hb = reply ? cJSON_GetObjectItem(reply, "heartbeat_ms") : NULL;
-  if (cJSON_IsNumber(hb) && hb->valuedouble >= 1 && hb->valuedouble <= 60000) cs->period_ms = (uint64_t)hb->valuedouble;
-}
 
 static void complain(cp_session *cs, const char *msg, long code) {
   time_t now = time(NULL);
@@ -170,7 +163,6 @@ static void do_register(cp_session *cs) {
   cJSON *j = code == 200 ? cJSON_Parse(cs->resp.body) : NULL;
   const cJSON *inc = j ? cJSON_GetObjectItem(j, "incarnation") : NULL;
   if (cJSON_IsString(inc)) {
-    take_period(cs, j);
     snprintf(cs->incarnation, sizeof cs->incarnation, "%s", inc->valuestring);
     cs->registered = true;
     cs->seq = 0;
@@ -191,9 +183,6 @@ static void do_heartbeat(cp_session *cs) {
   free(body);
   if (code == 200) {
     if (inv) cs->inventory_owed = false;
-    cJSON *j = cJSON_Parse(cs->resp.body);
-    take_period(cs, j);
-    cJSON_Delete(j);
     deliver(cs, sent_ms);
   } else {
     if (inv) cs->inventory_owed = true; /* not delivered: the next periodic heartbeat carries it */
@@ -225,7 +214,8 @@ static void do_report(cp_session *cs) {
  * after the last periodic one went out, whatever news came in between. (A
  * deadline advanced on every wake-up once ran many seconds ahead under a
  * trickle of records, and the lease lapsed when the trickle stopped.) The
- * period is the control plane's heartbeat_ms (1 s until it said). News —
+ * period is the control plane's heartbeat_ms, which the loop reads from
+ * the replies it applies (1 s until then). News —
  * a changed inventory, a report — goes out between heartbeats, at most one
  * pass per NEWS_GAP_MS, and does not move the deadline; an inventory a
  * failed call did not deliver waits for the next periodic heartbeat. */
@@ -288,6 +278,7 @@ static void *cp_thread_main(void *arg) {
   pthread_mutex_lock(&b->mb.mu);
   while (!b->mb.stop) {
     bool inventory_news = b->mb.inventory_dirty;
+    if (b->mb.heartbeat_ms) cs.period_ms = b->mb.heartbeat_ms;
     pthread_mutex_unlock(&b->mb.mu);
     last_beat = cp_pass(&cs, last_beat, inventory_news);
     uint64_t ended = felix_monotonic_ms();

@@ -40,16 +40,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
 
 int broker_http_start(broker *b) {
   pthread_mutex_init(&b->stats_mu, NULL);
-  char host[128];
-  const char *colon = strrchr(b->cfg.http, ':');
-  if (!colon || (size_t)(colon - b->cfg.http) >= sizeof host) {
-    felix_log_event("error", "--http is not host:port", "http", b->cfg.http, NULL);
-    return -1;
-  }
-  memcpy(host, b->cfg.http, (size_t)(colon - b->cfg.http));
-  host[colon - b->cfg.http] = '\0';
-  struct sockaddr_in sa = {0};
-  if (uv_ip4_addr(host, atoi(colon + 1), &sa) != 0) {
+  struct sockaddr_storage sa; /* parse_args checked it: an IPv4 address and port */
+  if (broker_parse_addr(b->cfg.http, &sa) != 0 || sa.ss_family != AF_INET) {
     felix_log_event("error", "--http must be an IPv4 address and port", "http", b->cfg.http, NULL);
     return -1;
   }
