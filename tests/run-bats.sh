@@ -14,7 +14,8 @@ TMPDIR=$runtmp bats --tap --no-tempdir-cleanup tests/bats/*.bats >"$out" 2>&1; r
 cat "$out"
 pass=$(grep -c '^ok ' "$out")
 fail=$(grep -c '^not ok ' "$out")
-broken=$(grep -rIE --include='*.log' "Assertion .* failed|runtime error:|ERROR: (AddressSanitizer|LeakSanitizer)" "$runtmp" | head -n 20)
+[ -s tests/broken-invariants.ere ] || { echo "bats: tests/broken-invariants.ere is missing or empty"; exit 1; }
+broken=$(grep -rIE --include='*.log' -f tests/broken-invariants.ere "$runtmp" | head -n 20)
 if [ -n "$broken" ]; then
   echo "bats: a process hit a failed assert or a sanitizer report:"
   printf '%s\n' "$broken"
