@@ -21,11 +21,15 @@
  *   NO_BOOT_TOKEN             NEW_LEADER_OWN_HWM   ONCOMMIT_NO_TOKEN
  *   NO_CID_BIND               NO_FLOOR_CHECK       REFENCE_SERVED_GEN (Finding 4)
  *   WAIT_ANY_COPY  BALLOT_WHILE_WAITING  REPORT_WHILE_WAITING  PROMISE_ANY_INSTANCE (Finding 6)
+ *   TOKEN_AFTER_ERROR (review 5, item 4: the boot token goes some time after a failed sync)
+ *   STALE_FENCE_MEMBERS (review 5, item 7: a fence counts against a newer assignment's members)
+ *   STALE_FOLLOWER_HWM (review 5, item 3: the HWM a follower learned survives truncation,
+ *     a new leader keeps it, a report beyond the log is accepted, acks follow the HWM)
  * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
  *  README.md, "Rules the model shows redundant".)
  *
  * Bounds: MAX_<fault> and <fault>_MASK (CRASH, KILL, WIPE, DEL, SE, PART, LAPSE),
- * MAX_LOSTSID, MAX_RSI, MAX_ROLL, MAX_CPR, MAX_RACK, MAX_DRAIN, MAX_FAULTS, NV, MAXG,
+ * MAX_LOSTSID, MAX_RSI, MAX_ROLL, MAX_CPR, MAX_RACK, MAX_DRAIN, MAX_ABANDON, MAX_FAULTS, NV, MAXG,
  * L; SNAP_MAXG (when the backup a rollback restores may be taken; 0 = at stream
  * creation); RSI_BELOW_FLOOR (a hand restore loses only records below the copy's
  * floor, Finding 5).
@@ -109,6 +113,9 @@
 #ifndef MAX_DRAIN
 #define MAX_DRAIN 0     /* drain hand-offs */
 #endif
+#ifndef MAX_ABANDON
+#define MAX_ABANDON 0   /* operator's placement abandon (review 5, item 3) */
+#endif
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 255  /* total budget over all fault kinds */
 #endif
@@ -165,6 +172,11 @@ typedef Br {
   byte acid[N];         /* fence: copy id of each answer */
   byte agen[N]; byte alen[N];   /* fence: rank of each answer */
   bit rcl;              /* this fence is a reclaim */
+#ifdef TOKEN_AFTER_ERROR
+  bit pend;             /* a failed sync not yet acted on (the twin: token and exit come later) */
+#endif
+  byte fmh;             /* fence: the maximum HWM its assignment carried (review 5, item 7) */
+  byte fcid[N]; byte ffl[N];   /* fence: the copy ids and floors its assignment named (item 7) */
 }
 Br br[N];
 
@@ -186,6 +198,7 @@ byte seen;                       /* highest generation seen in ballots/inventori
 byte asgcid[N]; byte asgfl[N];   /* assignment of the current generation */
 bit  cpwait; byte invm; byte invk;   /* after a restart: waiting for inventories (sent, counted) */
 bit  drain; bit ftmo; bit rclg;
+bit  abg;                        /* the current generation was issued by an abandon: its fence adopts the chosen copy only */
 /* snapshot for Rollback (only in configurations that may roll back) */
 #if MAX_ROLL > 0
 byte s_cgen; byte s_pl[MAXG+1]; byte s_pcid[MAXG+1]; byte s_pinc[MAXG+1]; bit s_act[MAXG+1];
@@ -212,9 +225,10 @@ bit  rbx[L];                     /* the exception DESIGN.md rule 3 admits: offse
 #define RBX(k) 0
 #endif
 byte nextv = 1;
+byte abgen;                      /* the generation the last abandon issued (0: none) */
 
 /* ---- fault counters ---- */
-byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain;
+byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain, naband;
 
 hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 
@@ -237,9 +251,19 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define BELOWFL(n, f) ((n) < (f))
 #endif
 #ifdef FENCE_COUNTS_ANY
-#define COUNTS(r) 1
+#define COUNTS(l, r) 1
 #else
-#define COUNTS(r) (asgcid[r] == br[r].cid && !BELOWFL(HELD(r), asgfl[r]))
+/* review 5, item 7: a fence counts an answer only against the members of its own
+   generation's assignment, bound when it starts (FCID/FFL); the twin reads the
+   newest assignment's, as apply_members once handed them to a running fence */
+#ifdef STALE_FENCE_MEMBERS
+#define FCID(l, r) asgcid[r]
+#define FFL(l, r) asgfl[r]
+#else
+#define FCID(l, r) br[l].fcid[r]
+#define FFL(l, r) br[l].ffl[r]
+#endif
+#define COUNTS(l, r) (FCID(l, r) == br[r].cid && !BELOWFL(HELD(r), FFL(l, r)))
 #endif
 
 #define POP(m) (((m)&1) + (((m)>>1)&1) + (((m)>>2)&1))
@@ -314,13 +338,18 @@ inline truncate_to(b, n) {
   for (vk : 0 .. L-1) { if :: vk >= tn -> br[b].e[vk] = 0 :: else fi }
   br[b].ln = tn;
   if :: br[b].syn > tn -> br[b].syn = tn :: else fi;
-  if :: br[b].hwm > tn -> br[b].hwm = tn :: else fi
+#ifndef STALE_FOLLOWER_HWM
+  if :: br[b].hwm > tn -> br[b].hwm = tn :: else fi;
+#endif
+  skip
 }
 
 /* Canonical values for state nobody reads any more (fewer stored states, same
    behaviours): the serving state (cursors, connections, h0, start-record offset,
    HWM) outside phase 2, the fence state outside phase 1, the generation when idle. */
-#ifdef NEW_LEADER_OWN_HWM
+/* With an abandon in the model (MAX_ABANDON) a follower keeps the HWM it learned
+   (the code's peer_follow.c); a stopped process loses it. */
+#if defined(NEW_LEADER_OWN_HWM) || MAX_ABANDON > 0
 #define IDLE_HWM(b) skip
 #else
 #define IDLE_HWM(b) br[b].hwm = 0
@@ -330,7 +359,8 @@ inline idle_serve(b) {
   br[b].mark = 0; IDLE_HWM(b)
 }
 inline idle_fence(b) {
-  br[b].prom = 0; br[b].cnt = 0; br[b].rcl = 0;
+  br[b].prom = 0; br[b].cnt = 0; br[b].rcl = 0; br[b].fmh = 0;
+  for (vk : 0 .. N-1) { br[b].fcid[vk] = 0; br[b].ffl[vk] = 0 }
 #if MAX_ROLL > 0
   br[b].fin = 0;
 #endif
@@ -340,8 +370,20 @@ inline go_idle(b) {      /* phase 0: neither fencing nor serving */
   br[b].ph = 0; br[b].lg = 0; idle_serve(b); idle_fence(b)
 }
 
+#ifdef TOKEN_AFTER_ERROR
+#define PEND(b) br[b].pend
+#else
+#define PEND(b) 0
+#endif
+
 inline stop_process(b) {
   br[b].inc = 0; go_idle(b);
+#ifdef TOKEN_AFTER_ERROR
+  br[b].pend = 0;
+#endif
+#if MAX_ABANDON > 0
+  br[b].hwm = 0;
+#endif
 #if MAX_ROLL > 0
   br[b].srv = 0;
 #endif
@@ -349,7 +391,7 @@ inline stop_process(b) {
 
 /* ---------------- data path ---------------- */
 inline Append(l) {
-  d_step { LEADS(l) && nextv <= NV && br[l].ln < L ->
+  d_step { LEADS(l) && !PEND(l) && nextv <= NV && br[l].ln < L ->
     printf("Append(%d): value %d at offset %d, generation %d\n", l, nextv, br[l].ln, br[l].lg);
     br[l].e[br[l].ln] = E(br[l].lg, nextv); br[l].ln++; nextv++;
     skip }
@@ -383,7 +425,7 @@ inline Handshake(l, f) {
 
 /* ship the next record (truncating a divergent suffix first), and confirm */
 inline Ship(l, f) {
-  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) &&
+  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) && !PEND(f) &&
            br[f].bgen == br[l].lg && NAMES(f, l) ->
     ca = br[f].ln; cb = br[l].ln; common(f, l);
     vs = vt;
@@ -399,6 +441,11 @@ inline Ship(l, f) {
     fi;
 #ifdef NEW_LEADER_OWN_HWM
     br[f].hwm = (br[l].hwm < br[f].ln -> br[l].hwm : br[f].ln);   /* only this twin reads it */
+#else
+#if MAX_ABANDON > 0
+    /* peer_follow.c: raised to the leader's HWM, never beyond the follower's log */
+    if :: br[l].hwm > br[f].hwm -> br[f].hwm = (br[l].hwm < br[f].ln -> br[l].hwm : br[f].ln) :: else fi;
+#endif
 #endif
     if :: HELD(f) > br[l].cur[f] -> br[l].cur[f] = HELD(f) :: else fi;
     printf("Ship(%d->%d): follower log end %d, confirmed %d\n", l, f, br[f].ln, br[l].cur[f]);
@@ -431,6 +478,9 @@ inline Acknowledge(l, v) {
     if
     :: vj != NONE ->
        holders(l, vj);
+#ifdef STALE_FOLLOWER_HWM
+       vc = (br[l].hwm > vj && HELD(l) > vj -> MAJ : 0);   /* the old code: acknowledged once the HWM covers it */
+#endif
        if
        :: vc >= MAJ ->
           printf("Acknowledge(%d): value %d (offset %d) in generation %d\n", l, v, vj, br[l].lg);
@@ -447,6 +497,35 @@ inline Acknowledge(l, v) {
     :: else
     fi;
     skip }
+}
+
+/* ghost: the records below leader l's HWM are exposed (consumers may read them).
+   A leader of a generation an abandon superseded exposes the history the operator
+   gave up (the loss it accepted): not tracked.  Rule 3, checked as it happens
+   (HwmHeldByMajority): a record of the leader's own generation is exposed only
+   when a majority holds it by the leader's measurements (offsets from `from` on are
+   the newly exposed ones). */
+inline expose(l, from) {
+  for (vj : 0 .. L-1) {
+    if
+    :: vj >= from && vj < br[l].hwm && GEN(br[l].e[vj]) == br[l].lg ->
+       holders(l, vj);
+       if
+       :: vc < MAJ ->
+          printf("VIOLATION HwmHeldByMajority: leader %d exposes offset %d of generation %d held by %d copies\n", l, vj, br[l].lg, vc);
+          assert(false)
+       :: else
+       fi
+    :: else
+    fi;
+    if :: (vj >= chwm || RBX(vj)) && vj < br[l].hwm && br[l].lg >= abgen -> clog[vj] = br[l].e[vj]; cgat[vj] = br[l].lg;
+#if MAX_ROLL > 0
+             rbx[vj] = 0;
+#endif
+             skip
+       :: else fi
+  }
+  if :: br[l].hwm > chwm && br[l].lg >= abgen -> chwm = br[l].hwm :: else fi
 }
 
 /* HWM by the Raft rule: a record of the leader's own generation held by a majority */
@@ -468,16 +547,8 @@ inline Commit(l) {
     if
     :: vs > br[l].hwm ->
        printf("Commit(%d): HWM %d -> %d in generation %d\n", l, br[l].hwm, vs, br[l].lg);
-       br[l].hwm = vs;
-       for (vk : 0 .. L-1) {
-         if :: (vk >= chwm || RBX(vk)) && vk < vs -> clog[vk] = br[l].e[vk]; cgat[vk] = br[l].lg;
-#if MAX_ROLL > 0
-                  rbx[vk] = 0;
-#endif
-                  skip
-            :: else fi
-       }
-       if :: vs > chwm -> chwm = vs :: else fi
+       vt = br[l].hwm; br[l].hwm = vs;
+       expose(l, vt)
     :: else
     fi;
     skip }
@@ -487,9 +558,15 @@ inline Commit(l) {
 /* Finding 6: while it waits for inventories, or once an inventory shows a generation
    above the stored one, the control plane accepts no report */
 #ifdef REPORT_WHILE_WAITING
-#define REPORT_OK 1
+#define REPORT_OK0 1
 #else
-#define REPORT_OK (!cpwait && seen <= cgen)
+#define REPORT_OK0 (!cpwait && seen <= cgen)
+#endif
+/* review 5, item 3: a report whose HWM is beyond the leader's own log is refused */
+#ifdef STALE_FOLLOWER_HWM
+#define REPORT_OK REPORT_OK0
+#else
+#define REPORT_OK (REPORT_OK0 && br[l].hwm <= HELD(l))
 #endif
 inline Report(l) {
   d_step { LEADS(l) && !br[l].cut && br[l].lg == cgen && pl[cgen] == l &&
@@ -704,9 +781,23 @@ inline ProcessKill(b) {
 inline SyncError(b) {
   d_step { UP(b) && FAULT && nse < MAX_SE && (SE_MASK & BIT(b)) && br[b].syn < br[b].ln ->
     nse++; nfault++;
+#ifdef TOKEN_AFTER_ERROR
+    /* the old code: the flusher only marks the error; a 500 ms timer or the
+       next failing append removes the token and exits (FailClosedLate) */
+    printf("SyncError(%d): sync failed, offsets %d..%d are not durable; the token is still there\n", b, br[b].syn, br[b].ln);
+    br[b].bad = br[b].syn; br[b].pend = 1;
+    skip }
+}
+inline FailClosedLate(b) {
+  d_step { UP(b) && br[b].pend ->
+    printf("FailClosedLate(%d): token removed, exit\n", b);
+    br[b].tok = 0;
+    stop_process(b);
+#else
     printf("SyncError(%d): sync failed, offsets %d..%d are not durable; token removed, exit\n", b, br[b].syn, br[b].ln);
     br[b].bad = br[b].syn; br[b].tok = 0;
     stop_process(b);
+#endif
 #ifdef NO_BOOT_TOKEN
     if :: !MODE(b) -> br[b].rot = 0 :: else -> br[b].rot = 1 fi;
 #else
@@ -789,6 +880,10 @@ inline Heartbeat(b) {
        go_idle(b)
     :: else -> printf("Heartbeat(%d): lease renewed\n", b)
     fi;
+#if MAX_ABANDON > 0
+    /* the heartbeat reply carries the assignment: an idle copy takes its ballot */
+    if :: br[b].ph == 0 -> ballot_from_cp(b) :: else fi;
+#endif
     skip }
 }
 
@@ -841,7 +936,7 @@ inline assign(r0, recl) {
     :: else -> asgcid[vi] = NONE; asgfl[vi] = 0
     fi
   }
-  drain = 0; ftmo = 0; rclg = recl;
+  drain = 0; ftmo = 0; rclg = recl; abg = 0;
 #if MAX_ROLL > 0
   asgi = cpi;
 #endif
@@ -884,6 +979,55 @@ inline Reclaim() {
     skip }
 }
 
+/* Abandon(r): the operator's `placement abandon` (§4.9) for a shard with no eligible
+   copy.  r is the live copy (lease, registered under the copy id it holds) that keeps
+   most records, rank breaking ties; the new generation names every live copy (its
+   promise counts, only r is trusted), the others return as strangers; floors and
+   the maximum HWM are cut to what r holds; the fence adopts r only.  Ghost: what r
+   lacks is the loss the operator accepted — values already written that r does not
+   hold are marked ABANDONED (above every generation: exempt from AckedSurvive, never
+   acknowledged twice), and the exposed history is cut to the prefix r agrees with. */
+#define ABANDONED 254
+#define LIVE(x) (lease[x] && icid[x] == regcid[x])
+#define KEEPS_MORE(x, y) (HELD(x) > HELD(y) || (HELD(x) == HELD(y) && RGEN(x) > RGEN(y)))
+inline Abandon(r) {
+  d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && naband < MAX_ABANDON && UP(r) && LIVE(r) &&
+           !ELIGIBLE(0) && !ELIGIBLE(1) && !ELIGIBLE(2) &&
+           !(LIVE((r+1)%N) && KEEPS_MORE((r+1)%N, r)) && !(LIVE((r+2)%N) && KEEPS_MORE((r+2)%N, r)) ->
+    naband++;
+    vx = HELD(r);
+    assign(r, 0);
+    abg = 1; abgen = cgen;
+    for (vi : 0 .. N-1) {
+      if
+      :: LIVE(vi) -> asgcid[vi] = regcid[vi]; mcid[vi] = regcid[vi]; strg[vi] = 0;
+         mlen[vi] = (vi == r -> vx : 0); mgen[vi] = (vi == r -> RGEN(r) : 0)
+      :: else -> asgcid[vi] = NONE; strg[vi] = 1
+      fi;
+      if :: fl[vi] > (vi == r -> vx : 0) -> fl[vi] = (vi == r -> vx : 0) :: else fi;
+      asgfl[vi] = fl[vi]
+    }
+    if :: maxhwm > vx -> maxhwm = vx :: else fi;
+    hwmgen = (maxhwm > 0 -> GEN(br[r].e[maxhwm-1]) : 0);
+    /* ghost: the accepted loss: every value already written that r lacks (acknowledged
+       or not yet: a deposed leader may still acknowledge it, from the history given up) */
+    for (vy : 1 .. NV) {
+      vs = 0;
+      for (vk : 0 .. L-1) {
+        if :: vk < vx && VAL(br[r].e[vk]) == vy && GEN(br[r].e[vk]) > 0 -> vs = 1 :: else fi
+      }
+      if :: vy < nextv && vs == 0 -> acked[vy] = ABANDONED :: else fi
+    }
+    vt = 0;
+    for (vk : 0 .. L-1) {
+      if :: vt == vk && vk < chwm && vk < vx && br[r].e[vk] == clog[vk] -> vt++ :: else fi
+    }
+    chwm = vt;
+    printf("Abandon(%d): generation %d pinned to copy %d, keeping %d records; maximum HWM %d\n",
+           r, cgen, pcid[cgen], vx, maxhwm);
+    skip }
+}
+
 /* ---------------- promotion fence ---------------- */
 /* Finding 4: a process that has served generation G never fences G again (after a
    control-plane rollback re-pins a stopped leader at its old generation, the shard
@@ -906,8 +1050,9 @@ inline FenceStart(l) {
        printf("FenceStart(%d): promises generation %d\n", l, cgen);
        br[l].bgen = cgen; br[l].bl = l; br[l].blcid = br[l].cid; br[l].blinc = br[l].inc;
        idle_serve(l); idle_fence(l);
-       br[l].ph = 1; br[l].lg = cgen; br[l].prom = BIT(l); br[l].rcl = rclg;
-       br[l].cnt = (COUNTS(l) -> BIT(l) : 0); br[l].acid[l] = br[l].cid;
+       br[l].ph = 1; br[l].lg = cgen; br[l].prom = BIT(l); br[l].rcl = rclg; br[l].fmh = maxhwm;
+       for (vk : 0 .. N-1) { br[l].fcid[vk] = asgcid[vk]; br[l].ffl[vk] = asgfl[vk] }
+       br[l].cnt = (COUNTS(l, l) -> BIT(l) : 0); br[l].acid[l] = br[l].cid;
        br[l].agen[l] = RGEN(l); br[l].alen[l] = HELD(l);
 #if MAX_ROLL > 0
        br[l].fin = asgi;
@@ -943,10 +1088,10 @@ inline FencePromise(l, r) {
        if :: br[r].ph != 0 -> printf("  %d stops leading generation %d\n", r, br[r].lg); go_idle(r) :: else fi;
 #endif
        br[l].prom = br[l].prom | BIT(r);
-       if :: COUNTS(r) -> br[l].cnt = br[l].cnt | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r)
+       if :: COUNTS(l, r) -> br[l].cnt = br[l].cnt | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r)
           :: else fi;
        printf("FencePromise(%d<-%d): promised generation %d, rank (%d,%d), counted %d\n", l, r, br[l].lg,
-              RGEN(r), HELD(r), (COUNTS(r) -> 1 : 0))
+              RGEN(r), HELD(r), (COUNTS(l, r) -> 1 : 0))
     fi;
     skip }
 }
@@ -974,6 +1119,7 @@ inline FenceEnd(l) {
     }
     if :: vs == NONE -> vs = l :: else fi;
     if
+    :: abg && br[l].lg == cgen && vs != l -> skip              /* abandon: a copy that promised outranks the chosen one */
     :: vs != l && (!UP(vs) || br[vs].cut) -> skip            /* wait for the source */
     :: br[vs].cid != br[l].acid[vs] ->
        printf("FenceEnd(%d): source %d changed copy id, fence starts over\n", l, vs);
@@ -999,8 +1145,20 @@ inline FenceEnd(l) {
 #ifdef NEW_LEADER_OWN_HWM
        if :: br[l].hwm > br[l].ln -> br[l].hwm = br[l].ln :: else fi;
 #else
-       br[l].hwm = maxhwm;
+#ifdef STALE_FENCE_MEMBERS
+#define FENCE_MAXHWM(l) maxhwm          /* whatever the newest assignment carries */
+#else
+#define FENCE_MAXHWM(l) br[l].fmh       /* its own generation's */
 #endif
+#ifdef STALE_FOLLOWER_HWM
+       /* the old code: the larger of its own HWM and min(max HWM, held) */
+       vc = (FENCE_MAXHWM(l) < HELD(l) -> FENCE_MAXHWM(l) : HELD(l));
+       if :: vc > br[l].hwm -> br[l].hwm = vc :: else fi;
+#else
+       br[l].hwm = FENCE_MAXHWM(l);
+#endif
+#endif
+       expose(l, 0);
        for (vk : 0 .. N-1) { br[l].cur[vk] = 0; br[l].ccid[vk] = NONE; br[l].cinc[vk] = 0 }
        vc = br[l].lg; idle_fence(l); br[l].lg = vc;
        br[l].ph = 2;
@@ -1050,7 +1208,7 @@ inline Rollback() {
     printf("Rollback: maximum HWM %d -> %d (offsets in between: the admitted loss)\n", maxhwm, s_maxhwm);
     cgen = s_cgen; prevg = s_prevg; maxhwm = s_maxhwm; hwmgen = s_hwmgen; seen = s_seen;
     asgi = s_asgi; cpi++;             /* a new instance; the restored assignment is an old one's */
-    drain = 0; ftmo = 0; rclg = 0;
+    drain = 0; ftmo = 0; rclg = 0; abg = 0;
     cpwait = 1; invm = 0; invk = 0;
     if
     :: nroll == MAX_ROLL ->        /* the backup is never read again: canonical zeros */
@@ -1123,6 +1281,9 @@ init {
   PER_B(CrashLoseSid)
   PER_B(ProcessKill)
   PER_B(SyncError)
+#ifdef TOKEN_AFTER_ERROR
+  PER_B(FailClosedLate)
+#endif
   PER_B(Evict)
   PER_B(Wipe)
   PER_B(DeleteShardDir)
@@ -1134,6 +1295,9 @@ init {
   PER_B(Drain)
   PER_B(Promote)
   :: Reclaim()
+#if MAX_ABANDON > 0
+  PER_B(Abandon)
+#endif
   :: RackPowerLoss()
   PER_B(FenceStart)
   PER_LF(FencePromise)

@@ -130,6 +130,8 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
   const cJSON *ms = cJSON_GetObjectItem(a, "members");
   if (!cJSON_IsArray(ms)) return;
   s->replicas = (int)num_of(a, "replicas");
+  uint64_t was_generation = s->members_generation;
+  s->members_generation = (uint64_t)num_of(a, "generation");
   s->cp_max_hwm = (int64_t)num_of(a, "max_hwm");
   s->abandon_fence = cJSON_IsTrue(cJSON_GetObjectItem(a, "abandon"));
   int policy = felix_ack_policy_parse(str_of(a, "acks"));
@@ -149,7 +151,7 @@ static void apply_members(broker *b, shard *s, const cJSON *a) {
                strcmp(x.named_copy_id, was->named_copy_id) || x.floor != was->floor;
     s->members[n++] = x;
   }
-  changed |= n != s->nmembers;
+  changed |= n != s->nmembers || was_generation != s->members_generation;
   s->nmembers = n;
   keep_stream_meta(b, s, a);
   if (changed) peer_members_changed(b, s);
@@ -167,6 +169,7 @@ static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *
    * still be failed over by a fence timeout while a lease would run (found
    * by the adversarial review), and Active never returns to Fencing. */
   if (!lease_ms || !sent_ms || !s->leading || strcmp(str_of(a, "state"), "Active") ||
+      cJSON_IsFalse(cJSON_GetObjectItem(a, "renew_lease")) || /* the shard is about to move (item 6) */
       (uint64_t)num_of(a, "generation") != s->ballot.generation ||
       strcmp(str_of(leader, "broker"), b->cfg.id) || strcmp(str_of(leader, "copy_id"), s->ballot.copy_id) ||
       strcmp(str_of(leader, "incarnation"), b->incarnation))
@@ -195,7 +198,12 @@ static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t leas
   }
   const cJSON *leader = cJSON_GetObjectItem(a, "leader");
   if (!s) return;
-  apply_members(b, s, a);
+  /* Review 5, item 7: a role of generation G ends before G+1's members are
+   * applied, and never runs under another generation's members. */
+  uint64_t generation = (uint64_t)num_of(a, "generation");
+  if ((s->leading || s->fencing) && generation > s->ballot.generation)
+    shard_stop_leading(b, s, "the control plane issued a newer generation");
+  if (!((s->leading || s->fencing) && generation != s->ballot.generation)) apply_members(b, s, a);
   if (!cJSON_IsObject(leader)) return;
   shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));

@@ -9,6 +9,7 @@
 #define FELIX_BROKER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -63,6 +64,7 @@ typedef struct shard {
   bool leading;
   uint64_t generation_start; /* offset of this generation's start record */
   uint64_t hwm;
+  uint64_t confirmed_end;    /* leader: the largest end a majority held in this generation */
   uint64_t pending_held;     /* on_commit appends waiting for a sync */
   fetch_wait *waiters;       /* parked long-poll fetches */
   /* replication (peer_lead.c, peer_follow.c) */
@@ -70,6 +72,10 @@ typedef struct shard {
   int ack_policy;            /* the stream's: FELIX_ACK_* */
   member members[BROKER_MAX_MEMBERS];
   int nmembers;
+  /* The generation of the assignment that named members, floors, cp_max_hwm
+   * and abandon_fence: a fence counts only against its own generation's
+   * (review 5, item 7). */
+  uint64_t members_generation;
   peer_link *links;          /* leader or leader-elect: one per other member */
   bool fencing;              /* leader-elect: promised, counting answers */
   uint64_t led_generation;   /* the last generation this process led: never fenced again */
@@ -123,6 +129,10 @@ typedef struct broker {
   char boot_source[8];
   bool rotated;
   bool startup_sync_failed; /* a sync failed while recovering: the token cannot vouch */
+  /* A sync or write of some copy has failed (set by lib/'s on_storage_error,
+   * from any thread): the token is gone and state=stopped is never written. */
+  atomic_bool storage_failed;
+  atomic_bool token_created; /* this run's boot token exists (write_running) */
   char rotate_reason[256];
   shard *shards;
   leader_entry *leaders;

@@ -243,9 +243,12 @@ static void handle_fetch(broker *b, conn *c, uint32_t corr, const uint8_t *body,
   if (why) return fetch_reply_status(c, corr, why, msg, leader, s);
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
-  if (req.offset < st.start_offset || req.offset > s->hwm) {
-    snprintf(msg, sizeof msg, "offset %" PRIu64 " is outside [%" PRIu64 ", %" PRIu64 "] (log start, high-water mark)", req.offset,
-             st.start_offset, s->hwm);
+  /* An offset between the HWM and the log end waits: a new leader's HWM may
+   * start below what its predecessor showed (it starts from the control
+   * plane's maximum HWM) until its generation-start record commits. */
+  if (req.offset < st.start_offset || req.offset > st.end_offset) {
+    snprintf(msg, sizeof msg, "offset %" PRIu64 " is outside [%" PRIu64 ", %" PRIu64 "] (log start, log end)", req.offset,
+             st.start_offset, st.end_offset);
     return fetch_reply_status(c, corr, FELIX_WS_OFFSET_OUT_OF_RANGE, msg, "", s);
   }
   if (req.offset < s->hwm || req.wait_ms == 0 || b->draining) return fetch_answer(b, c, corr, s, &req);

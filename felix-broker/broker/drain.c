@@ -71,7 +71,9 @@ void broker_drain_continue(broker *b) {
   bool synced = b->drain.flush_ok;
   for (shard *s = b->shards; s; s = s->next) synced = shard_close(s) == FELIX_OK && synced;
   if (!synced) broker_fail_closed(b, "a sync failed during the drain");
-  bool clean = b->appends_total == b->drain.appends_before && write_stopped(b);
+  /* Never state=stopped after a failed sync or write of any copy, refused
+   * ones included: the next start must not keep the ids (review 5, item 4). */
+  bool clean = !atomic_load(&b->storage_failed) && b->appends_total == b->drain.appends_before && write_stopped(b);
   if (!clean && !b->exit_code) b->exit_code = FELIX_EXIT_FAILURE;
   felix_log_event(clean ? "info" : "error", clean ? "drained: run-state state=stopped" : "drain incomplete: run-state left at running", NULL);
   b->stopping = true;

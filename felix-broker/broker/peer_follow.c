@@ -146,6 +146,9 @@ int peer_truncate(shard *s, uint64_t to) {
     return -1;
   }
   s->log_epoch++;
+  /* Item 3 of review 5: an HWM learned from an older leader says nothing of
+   * the records now at those offsets. */
+  if (s->hwm > to) s->hwm = to;
   char at[32];
   snprintf(at, sizeof at, "%" PRIu64, to);
   felix_log_event("info", "truncated a divergent suffix", "shard", s->dir_name, "offset", at, NULL);
@@ -275,7 +278,7 @@ static void handle_append(broker *b, conn *c, uint32_t corr, const uint8_t *body
   if (why) return append_reply(c, corr, s, why, msg);
   uint64_t leader_hwm = a.leader_hwm;
   felix_log_get_stats(s->log, &st);
-  if (leader_hwm > s->hwm) s->hwm = leader_hwm < st.end_offset ? leader_hwm : st.end_offset;
+  if (leader_hwm > s->hwm) s->hwm = leader_hwm < st.held_end ? leader_hwm : st.held_end;
   b->inventory_stale = true;
   if (a.count == 0 || felix_fsync_mode_relaxed(felix_log_mode(s->log))) return append_reply(c, corr, s, FELIX_PS_OK, "");
   confirm_work *x = calloc(1, sizeof *x);

@@ -191,7 +191,8 @@ void peer_check_acks(broker *b, shard *s) {
   for (pending_ack **p = &s->acks; *p;) {
     pending_ack *x = *p;
     felix_ack_input in = {.policy = s->replicas <= 1 ? FELIX_ACK_QUORUM : x->policy, .end = x->a.last_offset + 1,
-                          .hwm = s->hwm, .leader_counts = s->leading && s->ballot.generation == x->generation,
+                          .hwm = s->hwm, .confirmed = s->confirmed_end,
+                          .leader_counts = s->leading && s->ballot.generation == x->generation,
                           .leader_held = st.held_end, .lease_valid = s->lease_until_ms > felix_boottime_ms(),
                           .trusted_replicas = trusted_replicas(s), .followers = f, .nfollowers = (size_t)nf};
     if (!felix_ack_ready(&in)) {
@@ -217,6 +218,11 @@ static void recompute_hwm(broker *b, shard *s) {
   felix_hwm_input in = {.replicas = s->replicas > 0 ? s->replicas : 1, .leader_counts = true, .leader_held = st.held_end,
                         .generation_start = s->generation_start, .hwm = s->hwm, .followers = f, .nfollowers = (size_t)nf};
   uint64_t h = felix_hwm_compute(&in);
+  /* What a majority has held in this generation, whatever the HWM started
+   * from (review 5, item 3): acknowledgements need both. */
+  felix_hwm_input confirmed = in;
+  confirmed.hwm = s->confirmed_end;
+  s->confirmed_end = felix_hwm_compute(&confirmed);
   /* §4.2 "no quorum": written records a majority has not held since then
    * (progress restarts the clock); reported so the control plane can move a
    * leader whose own disk hangs. */
@@ -338,6 +344,12 @@ static void on_append_reply(peer_link *l, const uint8_t *body, size_t len) {
 /* ---- the fence (§4.7) ---- */
 
 static void finish_fence(broker *b, shard *s) {
+  if (s->members_generation != s->ballot.generation) {
+    /* An adoption ended after a newer assignment arrived: its maximum HWM is
+     * not this generation's; the newer assignment ends this fence. */
+    s->adopting = NULL;
+    return;
+  }
   s->fencing = false;
   s->adopting = NULL;
   uint64_t g = s->ballot.generation;
@@ -355,6 +367,15 @@ static void send_read(peer_link *l) {
   link_send(l, &out);
 }
 
+/* A storage error while adopting fails the broker closed, as on any other
+ * path (review 5, item 4); anything else refuses this copy only. */
+static void refuse_adoption(broker *b, shard *s, const char *why) {
+  felix_log_stats st;
+  felix_log_get_stats(s->log, &st);
+  if (st.sync_error && !st.dir_gone) broker_fail_closed(b, why);
+  shard_refuse(b, s, why);
+}
+
 /* Adopting another copy: cut our divergent suffix, then fetch what it holds. */
 static void adopt_from(broker *b, shard *s, peer_link *src) {
   felix_log_stats st;
@@ -364,7 +385,7 @@ static void adopt_from(broker *b, shard *s, peer_link *src) {
   snprintf(at, sizeof at, "%" PRIu64, (uint64_t)src->rank.log_end);
   felix_log_event("info", "fence adopts a higher-ranked copy", "shard", s->dir_name, "source", src->broker_id, "copy_id",
                   src->copy_id, "log_end", at, NULL);
-  if (peer_truncate(s, p)) return shard_refuse(b, s, "cannot truncate to adopt the fence's copy");
+  if (peer_truncate(s, p)) return refuse_adoption(b, s, "cannot truncate to adopt the fence's copy");
   s->log_epoch++;
   s->adopting = src; /* one source per fence: answers arriving meanwhile do not switch it */
   send_read(src);
@@ -391,7 +412,7 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
   if (peer_merge_gens(s, r.body.first_offset, r.body.gens, r.body.ngens) ||
       peer_append_records(s, r.body.first_offset, r.body.records, r.body.count, &a, &err)) {
     felix_peer_append_free(&r.body);
-    return shard_refuse(l->b, s, "cannot append the adopted copy's records");
+    return refuse_adoption(l->b, s, "cannot append the adopted copy's records");
   }
   uint32_t got = r.body.count;
   felix_peer_append_free(&r.body);
@@ -412,6 +433,9 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
 
 static void fence_evaluate(broker *b, shard *s) {
   if (!s->fencing || s->adopting) return; /* an adoption in flight finishes or starts over first */
+  /* Review 5, item 7: the members (copy ids, floors, maximum HWM) of a newer
+   * assignment are not this fence's: it waits to be ended by that assignment. */
+  if (s->members_generation != s->ballot.generation) return;
   felix_fence_slot slots[BROKER_MAX_MEMBERS];
   peer_link *by_slot[BROKER_MAX_MEMBERS] = {0};
   felix_log_stats st;

@@ -180,13 +180,15 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   s->leading = true;
   s->fencing = false;
   s->led_generation = generation;
-  /* Rule 3: a new leader starts from the control plane's maximum HWM; its
-   * fence adopted the highest-ranked counted copy, which holds it. */
+  /* Rule 3: a new leader starts from the control plane's maximum HWM alone;
+   * its fence adopted the highest-ranked counted copy, which holds it. Never
+   * from an HWM it learned as a follower: an abandon may since have put other
+   * records at those offsets (review 5, item 3). */
   felix_log_get_stats(s->log, &st);
   uint64_t from_cp = s->cp_max_hwm > 0 ? (uint64_t)s->cp_max_hwm : 0;
-  if (from_cp > st.held_end) from_cp = st.held_end;
-  if (from_cp > s->hwm) s->hwm = from_cp;
-  assert(s->hwm <= st.end_offset);
+  s->hwm = from_cp < st.held_end ? from_cp : st.held_end;
+  s->confirmed_end = 0; /* nothing confirmed in this generation yet */
+  assert(s->hwm <= st.held_end);
   felix_log_get_stats(s->log, &st);
   snprintf(g, sizeof g, "%" PRIu64, generation);
   felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);

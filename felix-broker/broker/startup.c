@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "drain.h"
 #include "felix/exitcode.h"
 #include "felix/fileutil.h"
 #include "felix/identity.h"
@@ -133,7 +134,7 @@ static int decide_identity(broker *b) {
   if (felix_boot_id_read(b->boot_id, b->boot_source, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (!strcmp(b->boot_source, "file"))
     felix_log_event("warn", "boot id read from FELIX_BOOT_ID_FILE (tests only)", "boot_id", b->boot_id, NULL);
-  if (b->startup_sync_failed) { /* this boot's page cache failed a write: the token no longer vouches */
+  if (b->startup_sync_failed || atomic_load(&b->storage_failed)) { /* this boot's page cache failed a write */
     felix_boot_token_remove(&b->sid, b->boot_id);
     felix_log_event("error", "a sync failed during recovery: the boot token is removed", NULL);
   }
@@ -164,6 +165,9 @@ static int write_running(broker *b) {
   felix_err err;
   if (felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (felix_boot_token_create(&b->sid, b->boot_id, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
+  atomic_store(&b->token_created, true);
+  /* a copy that failed between recovery and now: its error saw no token yet */
+  if (atomic_load(&b->storage_failed)) felix_boot_token_remove(&b->sid, b->boot_id);
   return 0;
 }
 
@@ -178,7 +182,23 @@ int broker_lock_data_dir(broker *b) {
   return 0;
 }
 
+/* lib/ calls this in the thread that saw a copy's first failed sync or write,
+ * before any waiter wakes (review 5, item 4): the kernel may already have
+ * marked the failed pages clean, so nothing may vouch for this boot's page
+ * cache from here on — not a timer later, not a drain's state=stopped — and
+ * a running broker fails closed at once (it could otherwise serve pages the
+ * kernel is free to drop). During recovery the copy is refused and the start
+ * goes on without the token (decide_identity). */
+static void on_storage_error(void *ctx, const char *copy, int sys_errno) {
+  broker *b = ctx;
+  atomic_store(&b->storage_failed, true);
+  felix_log_event("error", "a sync or write failed", "shard", copy, "reason", strerror(sys_errno), NULL);
+  if (atomic_load(&b->token_created)) broker_fail_closed(b, strerror(sys_errno));
+}
+
 int broker_start_storage(broker *b) {
+  b->cfg.log.on_storage_error = on_storage_error;
+  b->cfg.log.on_storage_error_ctx = b;
   if (broker_remove_leftovers(b))
     return fail("a restore-point restore stopped midway and what it left cannot be settled (see the log above: "
                 "it names the file); fix that cause and start again", FELIX_EXIT_FAILURE);

@@ -27,7 +27,7 @@ static void add_str_or_null(cJSON *o, const char *k, const char *v) {
  * (§4.8): the assignment carries no ballot (leader null), so no copy takes
  * an old pin from a restored database. */
 static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *bs, size_t nb, bool unsure,
-                         int nshards) {
+                         bool renew_lease, int nshards) {
   cJSON *a = cJSON_CreateObject();
   cJSON_AddStringToObject(a, "stream", sh->stream);
   cJSON_AddStringToObject(a, "stream_uuid", sh->stream_uuid);
@@ -40,6 +40,8 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
   /* The generation placement abandon issued: its fence adopts the pinned copy only. */
   cJSON_AddBoolToObject(a, "abandon", sh->abandon_generation > 0 && sh->abandon_generation == sh->generation);
   cJSON_AddStringToObject(a, "state", sh->state);
+  /* false: the pinned leader's per-shard lease is no longer renewed, the shard is about to move (item 6) */
+  cJSON_AddBoolToObject(a, "renew_lease", renew_lease);
   const char *me = sh->slots[slot].broker;
   cJSON_AddStringToObject(a, "role", sh->generation == 0 ? "replica" : !strcmp(sh->leader, me) ? "leader" : "follower");
   cJSON_AddBoolToObject(a, "create_copy", sh->slots[slot].copy_id[0] == '\0');
@@ -100,10 +102,10 @@ static bool add_placement(cp_state *cp, const char *broker, cJSON *o) {
     cJSON *ls = cJSON_AddArrayToObject(o, "leaders");
     cJSON *ds = cJSON_AddArrayToObject(o, "deleted_streams");
     for (size_t k = 0; k < nsh; k++) {
-      bool unsure = cp_shard_unsure(cp, &sh[k]);
+      bool unsure = cp_shard_unsure(cp, &sh[k]), renew = cp_leader_lease_renewed(cp, &sh[k]);
       for (int i = 0; i < sh[k].nslots; i++)
         if (!strcmp(sh[k].slots[i].broker, broker))
-          cJSON_AddItemToArray(as, assignment(&sh[k], i, bs, nb, unsure, shards_of(st, nst, sh[k].stream_uuid)));
+          cJSON_AddItemToArray(as, assignment(&sh[k], i, bs, nb, unsure, renew, shards_of(st, nst, sh[k].stream_uuid)));
       /* an unsure shard's stored leader may be a deposed one: clients get none */
       if (sh[k].generation > 0 && sh[k].leader[0] && !unsure) cJSON_AddItemToArray(ls, leader_entry(&sh[k], bs, nb));
     }

@@ -156,16 +156,31 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
 }
 
 /* §4.6: the leader reported no quorum for longer than a lease (a leader whose
- * own disk hangs counts itself out); it is passed over for two leases. */
+ * own disk hangs counts itself out); it is passed over for two leases. It is
+ * alive and may still hold a per-shard lease for `leader` acknowledgements
+ * (review 5, item 6): its renewal stops now, and the shard moves once the
+ * last lease it was granted — at most one lease from now — has passed. */
 static bool no_quorum_too_long(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
   cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
-  if (!w || w->no_quorum_generation != sh->generation || w->no_quorum_ms <= (int64_t)cp->lease_ms || sh->nslots < 2)
-    return false;
-  snprintf(w->passed_over, sizeof w->passed_over, "%s", sh->leader);
-  w->passed_until_ms = cp->clock.now_ms + 2 * cp->lease_ms;
-  snprintf(why, cap, "leader %s lost: no quorum for %" PRId64 " ms (more than a lease)", sh->leader, w->no_quorum_ms);
+  if (!w || sh->nslots < 2) return false;
+  if (w->unrenewed_generation == sh->generation) {
+    if (cp->clock.now_ms < w->unrenewed_until_ms) return false;
+    w->unrenewed_generation = 0; /* fires once */
+    snprintf(w->passed_over, sizeof w->passed_over, "%s", sh->leader);
+    w->passed_until_ms = cp->clock.now_ms + 2 * cp->lease_ms;
+    snprintf(why, cap, "%s", w->unrenewed_why);
+    return true;
+  }
+  if (w->no_quorum_generation != sh->generation || w->no_quorum_ms <= (int64_t)cp->lease_ms) return false;
+  w->unrenewed_generation = sh->generation;
+  w->unrenewed_until_ms = cp->clock.now_ms + cp->lease_ms;
+  snprintf(w->unrenewed_why, sizeof w->unrenewed_why,
+           "leader %s lost: no quorum for %" PRId64 " ms (more than a lease); moved once its leader-ack lease had passed",
+           sh->leader, w->no_quorum_ms);
   w->no_quorum_ms = 0; /* fires once per report of it */
-  return true;
+  cp_log("warn", "the leader has no quorum: its leader-ack lease is no longer renewed; the shard moves once it has passed",
+         "stream", sh->stream, "leader", sh->leader, NULL);
+  return false;
 }
 
 /* Why the pinned leader of the current generation can no longer lead, or NULL. */

@@ -260,7 +260,7 @@ static bool judge_one(cp_state *cp, const cp_broker_row *b, const cp_report_shar
   felix_pin pin = {.generation = sh.generation, .broker = sh.leader[0] ? sh.leader : NULL,
                    .copy_id = sh.leader_copy_id, .incarnation = sh.leader_incarnation};
   felix_shard_report fr = {.broker = b->id, .copy_id = r->copy_id, .incarnation = b->incarnation,
-                           .generation = r->generation, .hwm = r->hwm, .generation_start = r->generation_start,
+                           .generation = r->generation, .hwm = r->hwm, .generation_start = r->generation_start, .log_end = r->log_end,
                            .last_generation = r->last_generation, .has_hwm_generation = r->has_hwm_generation, .hwm_generation = r->hwm_generation};
   felix_report_verdict v;
   felix_judge_report(&pin, sh.max_hwm, sh.max_hwm_generation, &fr, &v);

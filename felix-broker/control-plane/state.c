@@ -298,8 +298,14 @@ bool cp_fence_watch_due(cp_state *cp) {
   for (size_t i = 0; i < cp->nwatch; i++) {
     const cp_shard_mem *w = &cp->watches[i];
     if (w->generation > 0 && !w->fired && cp->clock.now_ms - w->since_ms > cp->lease_ms) return true;
+    if (w->unrenewed_generation > 0 && cp->clock.now_ms >= w->unrenewed_until_ms) return true;
   }
   return false;
+}
+
+bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh) {
+  const cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  return !(w && w->unrenewed_generation == sh->generation);
 }
 
 bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker) {

@@ -69,6 +69,14 @@ typedef struct cp_shard_mem {
   char passed_over[CP_ID_MAX];
   uint64_t passed_until_ms;
   int64_t no_quorum_generation, no_quorum_ms; /* the pinned leader's last report of it */
+  /* Review 5, item 6: a trigger that does not prove the pinned leader dead
+   * (no quorum) first stops renewing its per-shard lease (replies say
+   * renew_lease false); the failover waits until the last lease it was
+   * granted has passed, so no two processes acknowledge `leader` publishes
+   * at once. */
+  int64_t unrenewed_generation; /* whose leader's lease is no longer renewed (0: none) */
+  uint64_t unrenewed_until_ms;  /* lease clock: no failover before this */
+  char unrenewed_why[200];
   /* §4.8: a shard the store held at this start waits for inventories built
    * for this instance: `named` are its slots' copy ids as stored then (a copy
    * the store knew existed when any backup was taken, so its ballot holds
@@ -141,6 +149,9 @@ bool cp_waiting_for_inventories(cp_state *cp);
  * inventories, or a copy promised a generation above the stored one. Then it
  * accepts no report of the shard and hands out no ballot for it (§4.8). */
 bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh);
+/* False once the control plane stopped renewing the pinned leader's per-shard
+ * lease before moving the shard (review 5, item 6). */
+bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh);
 /* The inventory entry of broker for (stream_uuid, shard), or NULL. */
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
 

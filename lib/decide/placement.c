@@ -196,6 +196,12 @@ void felix_judge_report(const felix_pin *pin, int64_t max_hwm, int64_t max_hwm_g
     snprintf(out->reason, sizeof out->reason, "not the pinned leader of generation %" PRId64, pin->generation);
     return;
   }
+  if (r->hwm > r->log_end) {
+    snprintf(out->reason, sizeof out->reason,
+             "hwm %" PRId64 " is beyond the leader's own log end %" PRId64 ": nothing is committed that the leader does not hold",
+             r->hwm, r->log_end);
+    return;
+  }
   if (r->hwm < max_hwm) {
     snprintf(out->reason, sizeof out->reason,
              "hwm %" PRId64 " is below the shard's max hwm %" PRId64 "; nothing changed", r->hwm, max_hwm);

@@ -1,6 +1,7 @@
 /* decide/replication.c — the pure replication rules of replication.h.
- * Invariants: an HWM is never lowered and never covers a record the leader
- * does not hold; a fence never counts an answer whose copy id is not the one
+ * Invariants: felix_hwm_compute never lowers the HWM it is given and never
+ * raises it over a record the leader does not hold (a broker sets a new
+ * leader's or a truncated follower's HWM lower itself); a fence never counts an answer whose copy id is not the one
  * the assignment names; a measurement is trusted only from an Active leader
  * and only for the copy it was taken of. */
 #include "felix/replication.h"
@@ -106,20 +107,24 @@ const char *felix_ack_policy_name(int policy) {
   }
 }
 
+static bool committed(const felix_ack_input *in) {
+  return in->hwm >= in->end && in->confirmed >= in->end;
+}
+
 static bool ack_ready(const felix_ack_input *in) {
   if (!in->leader_counts || in->leader_held < in->end) return false; /* rule 2 */
   switch (in->policy) {
   case FELIX_ACK_LEADER: /* within the lease; or, once it lapsed, when committed */
-    return in->lease_valid || in->hwm >= in->end;
+    return in->lease_valid || committed(in);
   case FELIX_ACK_ALL: {
-    if (in->hwm < in->end) return false;
+    if (!committed(in)) return false;
     int n = 1;
     for (size_t i = 0; i < in->nfollowers; i++)
       n += in->followers[i].counted && in->followers[i].trusted && in->followers[i].held >= in->end;
     return n >= in->trusted_replicas;
   }
   case FELIX_ACK_QUORUM:
-    return in->hwm >= in->end;
+    return committed(in);
   default:
     return false;
   }

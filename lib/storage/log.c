@@ -71,6 +71,12 @@ bool log_dir_gone(felix_log *log) {
   return fstat(log->dirfd, &sb) != 0 || sb.st_nlink == 0;
 }
 
+void log_storage_failed(felix_log *log, int sys_errno) {
+  if (log->sync_error) return;
+  log->sync_error = sys_errno ? sys_errno : EIO;
+  if (log->cfg.on_storage_error) log->cfg.on_storage_error(log->cfg.on_storage_error_ctx, log->shard, log->sync_error);
+}
+
 bool felix_log_dir_deleted(felix_log *log) {
   if (!log_dir_gone(log)) return false;
   pthread_mutex_lock(&log->mu);
@@ -98,8 +104,10 @@ void log_sync_round(felix_log *log) {
   if (fd >= 0) close(fd);
   pthread_mutex_lock(&log->mu);
   log->sync_in_flight = false;
-  if (rc != 0) {
-    if (!log->sync_error) log->sync_error = rc, log->dir_gone = log_dir_gone(log);
+  if (rc != 0 && !log->sync_error && log_dir_gone(log)) {
+    log->sync_error = rc, log->dir_gone = true; /* a deleted directory, not the disk: the copy is refused */
+  } else if (rc != 0) {
+    log_storage_failed(log, rc);
   } else {
     /* syncs run one at a time, so this one started after the last one did */
     assert(start_seq >= log->synced_seq && start_seq <= log->append_seq);
@@ -165,7 +173,7 @@ felix_status felix_log_open(const char *path, const char *shard, const felix_log
     if (rc) st = felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync %s", shard, path);
   }
   if (st) {
-    log->sync_error = log->sync_error ? log->sync_error : EIO;
+    log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
     felix_log_close(log, NULL);
     return st;
   }

@@ -41,7 +41,7 @@ struct felix_log {
   uint64_t trunc_floor_during_sync;
   uint64_t *trunc_points; /* trunc_points[e] = offset of truncation e */
   size_t ntrunc, cap_trunc;
-  int sync_error;         /* sticky errno; appends fail until reopened */
+  int sync_error;         /* sticky errno; appends fail until reopened (set by log_storage_failed) */
   bool dir_gone;          /* sync_error came from a deleted directory, not the disk */
   uint64_t syncs;
   uint64_t sync_nanos;
@@ -85,5 +85,9 @@ void log_sync_round(felix_log *log);
 /* Whether the shard directory was deleted (§3.2: the copy is refused). */
 bool log_dir_gone(felix_log *log);
 felix_status log_recover(felix_log *log, bool create, felix_recovery_report *report, felix_err *err);
+
+/* The first failed sync or write of the log: sticky from now on, and the
+ * owner's on_storage_error hears of it at once. Called with log->mu held. */
+void log_storage_failed(felix_log *log, int sys_errno);
 
 #endif

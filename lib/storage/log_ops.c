@@ -47,8 +47,9 @@ static felix_status flush_wbuf(felix_log *log, wbuf *b, felix_err *err) {
     ssize_t n = pwrite(s->fd, b->p + done, b->len - done, (off_t)(s->size + done));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      log->sync_error = errno;
-      return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: write segment %020" PRIu64 ".log at byte %" PRIu64,
+      int e = errno;
+      log_storage_failed(log, e);
+      return felix_fail_errno(err, FELIX_E_IO, e, "shard %s: write segment %020" PRIu64 ".log at byte %" PRIu64,
                               log->shard, s->base, s->size + done);
     }
     done += (size_t)n;
@@ -73,14 +74,14 @@ static felix_status roll(felix_log *log, felix_err *err) {
   log_seg *s = log_active(log);
   int rc = log_sync_fd(log, s->fd);
   if (rc) {
-    log->sync_error = rc;
+    log_storage_failed(log, rc);
     return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync sealed segment %020" PRIu64 ".log", log->shard, s->base);
   }
   /* the sealed segment's index is trusted at the next open: make it durable too */
   if (s->idx_fd >= 0) (void)fdatasync(s->idx_fd), close(s->idx_fd);
   s->idx_fd = -1;
   felix_status st = log_seg_create(log, s->next_offset, err);
-  if (st) log->sync_error = log->sync_error ? log->sync_error : EIO;
+  if (st) log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
   else log_seg_mark_flushed(log_active(log));
   return st;
 }
@@ -137,7 +138,7 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
       s->next_offset = s->flushed_next_offset;
       s->n_entries = s->flushed_entries;
       s->last_entry_pos = s->flushed_last_entry_pos;
-      if (!log->sync_error) log->sync_error = err && err->sys_errno ? err->sys_errno : EIO;
+      log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
     }
     /* The log end only moves forward here, even when the append fails. */
     assert(log_active(log)->next_offset >= end_before);

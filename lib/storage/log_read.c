@@ -177,7 +177,7 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
   if (st) return st;
   int rc = ftruncate(s->fd, (off_t)pos) == 0 ? log_sync_fd(log, s->fd) : errno;
   if (rc) {
-    log->sync_error = rc;
+    log_storage_failed(log, rc);
     return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: truncate %s/%020" PRIu64 ".log at byte %" PRIu64, log->shard, log->path, s->base, pos);
   }
   s->size = pos;
@@ -223,7 +223,7 @@ felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err)
     st = record_truncation(log, offset, err);
     if (!st) st = drop_segments_from(log, offset, &dropped, err);
     if (!st) st = cut_active(log, offset, err);
-    if (st) log->sync_error = log->sync_error ? log->sync_error : EIO;
+    if (st) log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
     (void)dropped;
     /* the end moves back only here, to the cut; nothing past it counts as synced */
     assert(st || (log_active(log)->next_offset == offset && log->synced_end <= offset));

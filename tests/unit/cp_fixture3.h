@@ -7,6 +7,9 @@
 
 #include "testutil.h"
 
+#include <cjson/cJSON.h>
+
+#include "control-plane/api.h"
 #include "control-plane/log.h"
 #include "control-plane/state.h"
 
@@ -103,6 +106,66 @@ static inline cp_shard_row shard0(fx *f) {
   assert_int_equal(cp_store_shard_get(f->cp.store, f->uuid, 0, &sh, &found, &err), FELIX_OK);
   assert_true(found);
   return sh;
+}
+
+static inline int leader_index(fx *f) {
+  cp_shard_row sh = shard0(f);
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(sh.leader, ids[i])) return i;
+  fail_msg("no leader");
+  return -1;
+}
+
+/* A report of broker i at generation gen, HWM hwm (its log ends there too),
+ * written records waiting no_quorum_ms for a majority; followers lists the
+ * others with what each holds on a live connection (h0 0). Returns the
+ * number accepted; reason gets a rejection's. */
+static inline int report_nq(fx *f, int i, int64_t seq, int64_t gen, int64_t hwm, const char *const follower_copy[3],
+                            int64_t no_quorum_ms, char *reason) {
+  cp_report_shard r = {.stream = "orders", .shard = 0, .generation = gen, .copy_id = copies[i], .log_end = hwm,
+                       .last_generation = gen, .generation_start = 0, .hwm = hwm, .no_quorum_ms = no_quorum_ms};
+  for (int k = 0; k < 3; k++)
+    if (k != i && follower_copy[k])
+      r.followers[r.nfollowers++] =
+          (cp_report_follower){.broker = ids[k], .copy_id = follower_copy[k], .connected = true, .held = hwm, .h0 = 0};
+  cp_report_rejection rej[1];
+  size_t nrej = 0;
+  cp_outcome o;
+  int n = cp_report(&f->cp, ids[i], f->inc[i], seq, &r, 1, rej, &nrej, &o);
+  assert_int_equal(o.status, 200);
+  snprintf(reason, 200, "%.199s", nrej ? rej[0].reason : "");
+  return n;
+}
+
+static inline int report(fx *f, int i, int64_t seq, int64_t gen, int64_t hwm, const char *const follower_copy[3],
+                         char *reason) {
+  return report_nq(f, i, seq, gen, hwm, follower_copy, 0, reason);
+}
+
+static inline const char *query_of(void *ctx, const char *key) {
+  const char **kv = ctx;
+  for (int i = 0; kv[i]; i += 2)
+    if (!strcmp(kv[i], key)) return kv[i + 1];
+  return NULL;
+}
+
+/* GET /v1/broker/assignments for broker i, from control-plane instance
+ * `instance`: the assignment of orders/0 (the caller frees it). */
+static inline cJSON *assignment_for(fx *f, const char *instance, int i) {
+  const char *kv[] = {"broker_id", ids[i], "incarnation", f->inc[i], NULL};
+  cp_request req = {.method = "GET", .url = "/v1/broker/assignments", .query = query_of, .query_ctx = kv};
+  cp_reply rep = {0};
+  char *path[] = {"assignments"};
+  cp_api_broker(&f->cp, &req, path, 1, &rep);
+  assert_int_equal(rep.status, 200);
+  cJSON *j = cJSON_Parse(rep.body);
+  free(rep.body);
+  assert_non_null(j);
+  assert_string_equal(cJSON_GetObjectItem(j, "instance_id")->valuestring, instance);
+  cJSON *a = cJSON_DetachItemFromArray(cJSON_GetObjectItem(j, "assignments"), 0);
+  cJSON_Delete(j);
+  assert_non_null(a);
+  return a;
 }
 
 #endif

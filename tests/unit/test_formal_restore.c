@@ -13,33 +13,6 @@
 #include "control-plane/api.h"
 #include "felix/replication.h"
 
-static int leader_index(fx *f) {
-  cp_shard_row sh = shard0(f);
-  for (int i = 0; i < 3; i++)
-    if (!strcmp(sh.leader, ids[i])) return i;
-  fail_msg("no leader");
-  return -1;
-}
-
-/* A report of broker i at generation gen, HWM hwm (its log ends there too);
- * followers lists the others with what each holds on a live connection
- * (h0 0). Returns the number accepted; reason gets a rejection's. */
-static int report(fx *f, int i, int64_t seq, int64_t gen, int64_t hwm, const char *const follower_copy[3], char *reason) {
-  cp_report_shard r = {.stream = "orders", .shard = 0, .generation = gen, .copy_id = copies[i], .log_end = hwm,
-                       .last_generation = gen, .generation_start = 0, .hwm = hwm};
-  for (int k = 0; k < 3; k++)
-    if (k != i && follower_copy[k])
-      r.followers[r.nfollowers++] =
-          (cp_report_follower){.broker = ids[k], .copy_id = follower_copy[k], .connected = true, .held = hwm, .h0 = 0};
-  cp_report_rejection rej[1];
-  size_t nrej = 0;
-  cp_outcome o;
-  int n = cp_report(&f->cp, ids[i], f->inc[i], seq, &r, 1, rej, &nrej, &o);
-  assert_int_equal(o.status, 200);
-  snprintf(reason, 200, "%.199s", nrej ? rej[0].reason : "");
-  return n;
-}
-
 /* Three brokers, "orders" (one shard, R = 3) with generation 1 Active on A
  * at HWM 1 and every copy measured at 1 — then the backup is taken. Later
  * (not in the backup) generation 2 went to B and C promised it; the restore
@@ -170,31 +143,6 @@ static void twin_report_while_waiting(void **state) {
   assert_true(shard0(f).slots[1].stranger);
 }
 
-static const char *query_of(void *ctx, const char *key) {
-  const char **kv = ctx;
-  for (int i = 0; kv[i]; i += 2)
-    if (!strcmp(kv[i], key)) return kv[i + 1];
-  return NULL;
-}
-
-/* GET /v1/broker/assignments for broker i: the assignment of orders/0. */
-static cJSON *assignment_for(fx *f, int i) {
-  const char *kv[] = {"broker_id", ids[i], "incarnation", f->inc[i], NULL};
-  cp_request req = {.method = "GET", .url = "/v1/broker/assignments", .query = query_of, .query_ctx = kv};
-  cp_reply rep = {0};
-  char *path[] = {"assignments"};
-  cp_api_broker(&f->cp, &req, path, 1, &rep);
-  assert_int_equal(rep.status, 200);
-  cJSON *j = cJSON_Parse(rep.body);
-  free(rep.body);
-  assert_non_null(j);
-  assert_string_equal(cJSON_GetObjectItem(j, "instance_id")->valuestring, INST2);
-  cJSON *a = cJSON_DetachItemFromArray(cJSON_GetObjectItem(j, "assignments"), 0);
-  cJSON_Delete(j);
-  assert_non_null(a);
-  return a;
-}
-
 /* twin-ballot-while-waiting: the wiped B registers while the restored
  * control plane waits; the reply hands it the restored generation 1 and pin
  * A, and A — deposed, never told — acknowledges X with A + B. Real: while
@@ -204,7 +152,7 @@ static void twin_ballot_while_waiting(void **state) {
   fx *f = *state;
   restored(f);
   b_wiped_registers(f);
-  cJSON *a = assignment_for(f, 1);
+  cJSON *a = assignment_for(f, INST2, 1);
   assert_true(cJSON_IsNull(cJSON_GetObjectItem(a, "leader")));
   cJSON_Delete(a);
   /* A's and C's inventories for this instance end the wait (C shows nothing
@@ -214,7 +162,7 @@ static void twin_ballot_while_waiting(void **state) {
   heartbeat(f, 2, &z);
   cp_shard_row sh = shard0(f);
   assert_false(cp_shard_unsure(&f->cp, &sh));
-  a = assignment_for(f, 1);
+  a = assignment_for(f, INST2, 1);
   assert_true(cJSON_IsObject(cJSON_GetObjectItem(a, "leader")));
   cJSON_Delete(a);
 }

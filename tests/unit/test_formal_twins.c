@@ -227,7 +227,7 @@ static void twin_pinned_shortcut_without_active(void **s) {
   (void)s;
   felix_pin pin2 = {.generation = 2, .broker = "C", .copy_id = "c1", .incarnation = "ic2"};
   felix_shard_report r2 = {.broker = "C", .copy_id = "c1", .incarnation = "ic2", .generation = 2, .hwm = 0,
-                           .generation_start = 0, .last_generation = 2};
+                           .generation_start = 0, .last_generation = 2, .log_end = 1};
   felix_report_verdict rv;
   felix_judge_report(&pin2, 0, 0, &r2, &rv);
   assert_false(rv.active);
@@ -305,7 +305,7 @@ static void twin_no_generation_start_record(void **s) {
   assert_int_equal(h, 0); /* rule 3 (the HWM_OLD_GEN switch): W, of generation 1, is not counted */
   felix_pin pin = {.generation = 2, .broker = "B", .copy_id = "b1", .incarnation = "ib1"};
   felix_shard_report r = {.broker = "B", .copy_id = "b1", .incarnation = "ib1", .generation = 2, .hwm = (int64_t)h,
-                          .generation_start = 1, .last_generation = 2};
+                          .generation_start = 1, .last_generation = 2, .log_end = 2};
   felix_report_verdict v;
   felix_judge_report(&pin, 0, 0, &r, &v);
   assert_true(v.accepted);
@@ -470,7 +470,7 @@ static void twin_returning_leader_by_registration(void **state) {
   assert_int_equal(report(f, f->inc, COPY9, 1, 1, 12, why), 0);
   assert_string_equal(why, "not the pinned leader of generation 1");
   felix_pin pin = {.generation = 1, .broker = "b1", .copy_id = COPY0, .incarnation = old_inc};
-  felix_shard_report r = {.broker = "b1", .copy_id = COPY9, .incarnation = f->inc, .generation = 1, .hwm = 12};
+  felix_shard_report r = {.broker = "b1", .copy_id = COPY9, .incarnation = f->inc, .generation = 1, .hwm = 12, .log_end = 12};
   felix_report_verdict v;
   felix_judge_report(&pin, 12, 1, &r, &v);
   assert_false(v.accepted);
@@ -504,7 +504,7 @@ static void twin_same_id_restart_resumes(void **state) {
   assert_int_equal(report(f, old_inc, COPY0, 2, 1, 13, why), 0);
   assert_non_null(strstr(why, "is not the current one"));
   felix_pin pin1 = {.generation = 1, .broker = "b1", .copy_id = COPY0, .incarnation = old_inc};
-  felix_shard_report r = {.broker = "b1", .copy_id = COPY0, .incarnation = f->inc, .generation = 1, .hwm = 13};
+  felix_shard_report r = {.broker = "b1", .copy_id = COPY0, .incarnation = f->inc, .generation = 1, .hwm = 13, .log_end = 13};
   felix_report_verdict v;
   felix_judge_report(&pin1, 12, 1, &r, &v);
   assert_false(v.accepted);
@@ -558,7 +558,7 @@ static void twin_leader_does_not_give_up(void **s) {
                        .lease_valid = true, .trusted_replicas = 3, .followers = f, .nfollowers = 2};
   assert_false(felix_ack_ready(&a));
   felix_pin pin = {.generation = 1, .broker = "A", .copy_id = "a1", .incarnation = "ia1"};
-  felix_shard_report r = {.broker = "A", .copy_id = "a2", .incarnation = "ia2", .generation = 1, .hwm = 1};
+  felix_shard_report r = {.broker = "A", .copy_id = "a2", .incarnation = "ia2", .generation = 1, .hwm = 1, .log_end = 1};
   felix_report_verdict v;
   felix_judge_report(&pin, 0, 0, &r, &v);
   assert_false(v.accepted);
@@ -642,6 +642,37 @@ static void twin_no_floor_check(void **s) {
   assert_true(mv.stranger);
 }
 
+/* twin-stale-follower-hwm (review 5, item 3): B learned HWM 2 from A's
+ * shipments of W and X in generation 1; A is destroyed, B pauses past its
+ * lease, the operator abandons to C (empty): C serves [S2]; B resumes, is cut
+ * to 0 and copied [S2] with its HWM 2 still in memory; C pauses, B is placed
+ * at 3 and serves [S2, S3] with HWM 2 — S3 exposed while only B holds it, and
+ * a record B appends next acknowledged on its copy alone. Real: peer_truncate
+ * clamps the HWM and shard_become_leader starts from min(max HWM, held) alone
+ * (broker code: tests/bats/t2150 "3:"); the pure rules below refuse a report
+ * whose HWM is beyond the leader's log and acknowledge nothing that a
+ * majority does not hold now, whatever the HWM says. */
+static void twin_stale_follower_hwm(void **s) {
+  (void)s;
+  felix_follower_hold f[2] = {{.counted = true, .trusted = true, .held = 1}, {.counted = false}}; /* A' holds S2, C paused */
+  felix_hwm_input h = {.replicas = 3, .leader_counts = true, .leader_held = 3, .generation_start = 1, .hwm = 0,
+                       .followers = f, .nfollowers = 2};
+  felix_ack_input a = {.policy = FELIX_ACK_QUORUM, .end = 3, .hwm = 3, .confirmed = felix_hwm_compute(&h),
+                       .leader_counts = true, .leader_held = 3, .trusted_replicas = 3, .followers = f, .nfollowers = 2};
+  assert_int_equal(a.confirmed, 0);
+  assert_false(felix_ack_ready(&a)); /* Y at offset 2: the stale HWM covers it, no majority held it */
+  f[0].held = 3;
+  a.confirmed = felix_hwm_compute(&h);
+  assert_true(felix_ack_ready(&a)); /* once A' holds it too */
+  felix_pin pin = {.generation = 3, .broker = "B", .copy_id = "b1", .incarnation = "ib2"};
+  felix_shard_report r = {.broker = "B", .copy_id = "b1", .incarnation = "ib2", .generation = 3, .hwm = 100,
+                          .generation_start = 1, .last_generation = 3, .log_end = 3};
+  felix_report_verdict v;
+  felix_judge_report(&pin, 1, 2, &r, &v);
+  assert_false(v.accepted); /* an HWM learned before the abandon, beyond the log: refused */
+  assert_int_equal(v.max_hwm, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(twin_no_id_check_in_placement),
@@ -666,6 +697,7 @@ int main(void) {
       cmocka_unit_test(twin_rank_by_offset),
       cmocka_unit_test(twin_generation_from_store),
       cmocka_unit_test(twin_no_floor_check),
+      cmocka_unit_test(twin_stale_follower_hwm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

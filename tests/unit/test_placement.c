@@ -155,7 +155,7 @@ static const felix_pin pin5 = {.generation = 5, .broker = "b1", .copy_id = "c1",
 
 static felix_shard_report rep(int64_t hwm) {
   return (felix_shard_report){.broker = "b1", .copy_id = "c1", .incarnation = "i.7", .generation = 5, .hwm = hwm,
-                              .generation_start = 12, .last_generation = 5};
+                              .generation_start = 12, .last_generation = 5, .log_end = 20};
 }
 
 static void report_hwm_generation_is_the_point_to_match(void **s) {
@@ -217,6 +217,24 @@ static void report_never_lowers_max_hwm(void **s) {
   assert_int_equal(v.max_hwm, 12);
   assert_int_equal(v.max_hwm_generation, 4);
   assert_non_null(strstr(v.reason, "below the shard's max hwm 12"));
+}
+
+/* Review 5, item 3: a leader whose HWM is beyond its own log (one it learned
+ * as a follower before an abandon put other records at those offsets) must
+ * not raise the maximum HWM: nothing is committed that the leader lacks. */
+static void report_hwm_beyond_own_log_is_refused(void **s) {
+  (void)s;
+  felix_report_verdict v;
+  felix_shard_report r = rep(100);
+  r.log_end = 14;
+  felix_judge_report(&pin5, 12, 4, &r, &v);
+  assert_false(v.accepted);
+  assert_int_equal(v.max_hwm, 12);
+  assert_non_null(strstr(v.reason, "beyond the leader's own log end 14"));
+  r.hwm = 14; /* at its log end: fine */
+  felix_judge_report(&pin5, 12, 4, &r, &v);
+  assert_true(v.accepted);
+  assert_int_equal(v.max_hwm, 14);
 }
 
 static void report_seq_must_grow(void **s) {
@@ -311,6 +329,7 @@ int main(void) {
       cmocka_unit_test(report_only_from_pinned_leader),
       cmocka_unit_test(report_active_only_past_generation_start),
       cmocka_unit_test(report_never_lowers_max_hwm),
+      cmocka_unit_test(report_hwm_beyond_own_log_is_refused),
       cmocka_unit_test(report_seq_must_grow),
       cmocka_unit_test(abandon_keeps_most_of_the_committed_history),
       cmocka_unit_test(lease_expires_after_lease_ms_of_running),

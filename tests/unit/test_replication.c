@@ -123,8 +123,8 @@ static void hwm_ignores_uncounted_followers_and_never_lowers(void **s) {
 static void ack_policies(void **s) {
   (void)s;
   felix_follower_hold f[] = {{true, true, 10}, {true, true, 4}};
-  felix_ack_input in = {.policy = FELIX_ACK_QUORUM, .end = 10, .hwm = 10, .leader_counts = true, .leader_held = 10,
-                        .trusted_replicas = 3, .followers = f, .nfollowers = 2};
+  felix_ack_input in = {.policy = FELIX_ACK_QUORUM, .end = 10, .hwm = 10, .confirmed = 10, .leader_counts = true,
+                        .leader_held = 10, .trusted_replicas = 3, .followers = f, .nfollowers = 2};
   assert_true(felix_ack_ready(&in));
   in.hwm = 9;
   assert_false(felix_ack_ready(&in));
@@ -154,6 +154,23 @@ static void ack_policies(void **s) {
   assert_int_equal(felix_ack_policy_parse("all"), FELIX_ACK_ALL);
   assert_int_equal(felix_ack_policy_parse("most"), 0);
   assert_string_equal(felix_ack_policy_name(FELIX_ACK_LEADER), "leader");
+}
+
+/* Review 5, item 3: an HWM the leader did not earn in this generation (one
+ * it learned as a follower, before an abandon replaced those records)
+ * acknowledges nothing that a majority has not held in this generation. */
+static void ack_needs_a_majority_whatever_the_hwm(void **s) {
+  (void)s;
+  felix_follower_hold f[] = {{true, true, 9}, {false, true, 0}};
+  for (int policy = FELIX_ACK_QUORUM; policy <= FELIX_ACK_ALL; policy++) {
+    felix_ack_input in = {.policy = policy, .end = 9, .hwm = 100, .confirmed = 8, .leader_counts = true,
+                          .leader_held = 9, .trusted_replicas = 1, .followers = f, .nfollowers = 2};
+    if (felix_ack_ready(&in)) fail_msg("policy %s acknowledged what no majority confirmed", felix_ack_policy_name(policy));
+    in.confirmed = 9; /* a majority held it once in this generation: committed, even if that follower is gone now */
+    f[0].counted = false;
+    assert_true(felix_ack_ready(&in));
+    f[0].counted = true;
+  }
 }
 
 /* §4.2: the per-shard lease counts from the heartbeat's send time, minus a
@@ -287,6 +304,7 @@ int main(void) {
       cmocka_unit_test(hwm_only_by_records_of_its_own_generation),
       cmocka_unit_test(hwm_ignores_uncounted_followers_and_never_lowers),
       cmocka_unit_test(ack_policies),
+      cmocka_unit_test(ack_needs_a_majority_whatever_the_hwm),
       cmocka_unit_test(shard_lease_ends_before_the_control_plane_lease),
       cmocka_unit_test(measurement_only_from_active_leader_of_same_copy),
       cmocka_unit_test(stranger_trusted_at_h0),

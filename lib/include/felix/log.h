@@ -42,6 +42,12 @@ typedef struct felix_log_config {
   uint32_t fsync_interval_ms;   /* periodic mode timer */
   felix_sync_fn sync_fn;        /* NULL: fdatasync */
   void *sync_ctx;
+  /* Called once per log, in the thread that saw it, when a sync or write
+   * first fails (not for a deleted directory), before any waiter wakes and
+   * with the log's lock held: it must not call back into the log. The owner
+   * removes its boot token there (review 5, item 4). NULL: nobody hears. */
+  void (*on_storage_error)(void *ctx, const char *shard, int sys_errno);
+  void *on_storage_error_ctx;
 } felix_log_config;
 
 #define FELIX_DEFAULT_SEGMENT_BYTES (64ull * 1024 * 1024)

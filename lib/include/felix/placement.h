@@ -109,6 +109,7 @@ typedef struct felix_pin {
 typedef struct felix_shard_report {
   const char *broker, *copy_id, *incarnation;
   int64_t generation, hwm, generation_start, last_generation;
+  int64_t log_end;         /* what the leader's copy holds: its HWM is never beyond it (rule 2) */
   bool has_hwm_generation; /* the leader sent hwm_generation */
   int64_t hwm_generation;  /* generation of the leader's record hwm - 1 */
 } felix_shard_report;
@@ -122,7 +123,8 @@ typedef struct felix_report_verdict {
 } felix_report_verdict;
 
 /* §4.5: accepted only from the pinned leader (broker, copy id, incarnation)
- * of the current generation; a report whose HWM is below the max HWM changes
+ * of the current generation, and only when its HWM is within its own log
+ * (rule 2; review 5, item 3); a report whose HWM is below the max HWM changes
  * nothing (rejected with that reason). The per-incarnation sequence check is
  * the caller's, once per request (felix_report_seq_fresh). */
 void felix_judge_report(const felix_pin *pin, int64_t max_hwm, int64_t max_hwm_generation,

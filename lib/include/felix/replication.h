@@ -75,6 +75,7 @@ typedef struct felix_ack_input {
   int policy;
   uint64_t end;            /* the batch holds offsets below end */
   uint64_t hwm;            /* felix_hwm_compute's answer */
+  uint64_t confirmed;      /* the largest end a majority of R held in this generation (sticky) */
   bool leader_counts;
   uint64_t leader_held;
   bool lease_valid;        /* the per-shard lease, confirmed by a heartbeat reply (leader acks only) */
@@ -85,7 +86,11 @@ typedef struct felix_ack_input {
 
 /* §4.1/§4.2: quorum = committed (hwm >= end); all = committed and every
  * trusted replica holds it; leader = the leader holds it within its lease
- * (or, without a valid lease, once it is committed).
+ * (or, without a valid lease, once it is committed). Committed means twice
+ * over: the HWM covers it and a majority of R, the leader among it, has held
+ * it in this generation (`confirmed`, felix_hwm_compute kept from the
+ * generation start): an HWM that outran what a majority confirmed
+ * acknowledges nothing (review 5, item 3).
  * The leader always holds what it acknowledges (rule 2). */
 bool felix_ack_ready(const felix_ack_input *in);
 

@@ -1,0 +1,91 @@
+/* test_cp_leader_lease.c — review round 5, item 6: a failover whose trigger
+ * does not prove the pinned leader dead (no quorum) must not overlap the
+ * per-shard lease that leader still holds for `leader` acknowledgements.
+ * The C scenario of the overlap: A leads generation 1, Active, and renews
+ * its lease with every heartbeat (the reply confirms the pin at Active); A
+ * is cut off from B and C but not from the control plane and reports no
+ * quorum for more than a lease. Once, generation 2 went to B at once while
+ * A's lease — counted from its last heartbeat — ran up to a lease longer,
+ * and A kept acknowledging acks=leader publishes next to B. */
+#include "cp_fixture3.h"
+
+#include <inttypes.h>
+
+/* Every broker heartbeats; the lease clock moves by one tick. */
+static void tick_all(fx *f) {
+  f->t += CP_TICK_MS;
+  cp_state_tick(&f->cp, f->t);
+  for (int i = 0; i < 3; i++) heartbeat(f, i, NULL);
+}
+
+static bool renews_lease(fx *f, int i) {
+  cJSON *a = assignment_for(f, INST1, i);
+  const cJSON *r = cJSON_GetObjectItem(a, "renew_lease");
+  assert_true(cJSON_IsBool(r));
+  bool yes = cJSON_IsTrue(r) && !strcmp(cJSON_GetObjectItem(a, "state")->valuestring, "Active");
+  cJSON_Delete(a);
+  return yes;
+}
+
+/* Three brokers, orders/0 (R = 3) Active at generation 1 on A, HWM 5,
+ * every copy measured at 5; returns A's index. */
+static int active_shard(fx *f) {
+  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
+  cp_stream_row s;
+  cp_outcome o;
+  cp_stream_create(&f->cp, "orders", 1, 3, "quorum", &s, &o);
+  assert_int_equal(o.status, 201);
+  snprintf(f->uuid, sizeof f->uuid, "%s", s.uuid);
+  for (int i = 0; i < 3; i++) {
+    cp_inv_entry e = inv(f, copies[i], 0, 0, INST1);
+    heartbeat(f, i, &e);
+  }
+  int a = leader_index(f);
+  char why[200];
+  assert_int_equal(report(f, a, 1, 1, 5, copies, why), 1);
+  assert_string_equal(shard0(f).state, "Active");
+  return a;
+}
+
+static void no_quorum_failover_waits_for_the_leaders_lease(void **state) {
+  fx *f = *state;
+  int a = active_shard(f);
+  assert_true(renews_lease(f, a)); /* A's heartbeats renew its per-shard lease */
+  /* A is cut off from its followers, not from the control plane. */
+  char why[200];
+  assert_int_equal(report_nq(f, a, 2, 1, 5, copies, 5001, why), 1);
+  uint64_t decided = f->t;
+  /* From now on no reply renews A's lease, and the shard stays at
+   * generation 1 until the last lease granted to A has passed. */
+  assert_int_equal(shard0(f).generation, 1);
+  assert_false(renews_lease(f, a));
+  while (f->t - decided < 5000 - CP_TICK_MS) {
+    tick_all(f);
+    if (shard0(f).generation != 1)
+      fail_msg("generation %" PRId64 " issued %" PRIu64 " ms after the no-quorum report, while A's lease may run",
+               shard0(f).generation, f->t - decided);
+    assert_false(renews_lease(f, a));
+  }
+  for (int k = 0; k < 3; k++) tick_all(f);
+  cp_shard_row sh = shard0(f);
+  assert_int_equal(sh.generation, 2);
+  assert_string_not_equal(sh.leader, ids[a]); /* passed over */
+}
+
+/* A trigger that proves the old process gone (a new incarnation) moves the
+ * shard at once: its lease died with it. */
+static void a_new_incarnation_moves_at_once(void **state) {
+  fx *f = *state;
+  int a = active_shard(f);
+  cp_inv_entry e = inv(f, copies[a], 5, 1, INST1);
+  assert_int_equal(do_register(f, a, sids[a], &e, 1), 200);
+  assert_int_equal(shard0(f).generation, 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
