@@ -21,10 +21,14 @@ CTL="$FELIX_BUILD/felixctl"
 # range (/proc/sys/net/ipv4/ip_local_port_range, 32768 and up here): a port
 # in that range may be taken at any moment as the local end of an outgoing
 # connection, and a broker that cannot listen exits.
+# Under tests/run-bats.sh's lanes, lane k of n takes only its own share of
+# the 220 ranges (FELIX_TEST_LANE, FELIX_TEST_LANES), so two tests running
+# at once never pick the same one.
 pick_ports() {
-  local tries=0 base
+  local tries=0 base lanes=${FELIX_TEST_LANES:-1} lane=${FELIX_TEST_LANE:-0} share
+  share=$((220 / lanes))
   while [ $tries -lt 50 ]; do
-    base=$((10000 + (RANDOM % 220) * 100))
+    base=$((10000 + (lane * share + RANDOM % share) * 100))
     if ! ss -tanH 2>/dev/null | awk '{print $4}' | grep -Eq ":(${base:0:3}[0-9][0-9])$"; then
       PORT_BASE=$base
       return 0
