@@ -53,7 +53,7 @@ run_one() {
   runflags="$(echo " $panflags " | sed 's/ -DBITSTATE / /g')"
   # -E: a state with no enabled action is a quiet end, not an error
   # shellcheck disable=SC2086
-  (cd "$d" && timeout "${FORMAL_TIMEOUT:-150}" ./pan -E -m1000000 -w26 $runflags >pan.out 2>&1)
+  (cd "$d" && timeout "${FORMAL_TIMEOUT:-240}" ./pan -E -m1000000 -w26 $runflags >pan.out 2>&1)
   end=$(date +%s.%N)
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
   states=$(awk '/states, stored/{print $1; exit}' "$d/pan.out")

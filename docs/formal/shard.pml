@@ -293,7 +293,11 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #else
 #define INV_COMMIT(x) (INV_CK(x,0) && INV_CK(x,1) && INV_CK(x,2))
 #endif
-#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x)))
+/* HwmNotBelowMax (review 5, item 8): the current generation's pinned leader never
+   shows consumers an HWM below the maximum HWM the control plane has accepted */
+#define CURPIN(x) (br[x].lg == cgen && pl[cgen] == x && pcid[cgen] == br[x].cid && pinc[cgen] == br[x].inc)
+#define INV_HWMMAX(x) (!CURPIN(x) || br[x].hwm >= maxhwm)
+#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x)))
 
 /* The observer: executable only in a state that breaks an invariant; it then
    says which one and fails.  (OneLeaderPerGeneration is asserted in Acknowledge.) */
@@ -309,6 +313,11 @@ active proctype invariants() {
            :: else
            fi
          }
+         if
+         :: !INV_HWMMAX(vx) ->
+            printf("VIOLATION HwmNotBelowMax: the pinned leader %d of generation %d shows HWM %d below the maximum HWM %d\n", vx, cgen, br[vx].hwm, maxhwm)
+         :: else
+         fi;
          for (vk : 0 .. L-1) {
            if
            :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
