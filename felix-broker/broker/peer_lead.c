@@ -422,7 +422,7 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
     return link_reset(l, "the adopted copy holds less than it answered"); /* the fence starts over */
   }
   /* Held under our own mode before we lead on it (synced, under on_commit). */
-  if (felix_log_sync(s->log, &err)) broker_fail_closed(l->b, err.msg);
+  if (felix_log_sync(s->log, &err)) return refuse_adoption(l->b, s, err.msg);
   /* Our log changed under every measurement: measure every follower again
    * before anything is shipped (the new generation's pump would use them). */
   s->log_epoch++;

@@ -164,7 +164,9 @@ static int write_running(broker *b) {
   snprintf(rs.broker_id, sizeof rs.broker_id, "%s", b->cfg.id);
   felix_err err;
   if (felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
-  if (felix_boot_token_create(&b->sid, b->boot_id, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
+  /* no token at all once a copy has failed a sync or write on this boot */
+  if (!atomic_load(&b->storage_failed) && felix_boot_token_create(&b->sid, b->boot_id, &err))
+    return fail(err.msg, FELIX_EXIT_FAILURE);
   atomic_store(&b->token_created, true);
   /* a copy that failed between recovery and now: its error saw no token yet */
   if (atomic_load(&b->storage_failed)) felix_boot_token_remove(&b->sid, b->boot_id);

@@ -256,7 +256,13 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
  * leader-elect is passed over for two leases. Watched on the lease clock, so
  * a paused control plane never fires it. */
 static const char *fence_timed_out(cp_state *cp, const cp_shard_row *sh, char *why, size_t cap) {
-  if (strcmp(sh->state, "Fencing") != 0) return NULL;
+  if (strcmp(sh->state, "Fencing") != 0) {
+    /* The fence is over (Active never returns to Fencing): its watch is done,
+     * so it no longer makes every tick re-evaluate every shard. */
+    cp_shard_mem *done = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+    if (done && done->generation == sh->generation) done->fired = true;
+    return NULL;
+  }
   cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
   if (!w) return NULL;
   if (w->generation != sh->generation) { /* first seen Fencing since a start */

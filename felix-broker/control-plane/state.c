@@ -292,12 +292,14 @@ void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
   w->generation = sh->generation;
   w->since_ms = cp->clock.now_ms;
   w->fired = false;
+  w->unrenewed_generation = 0; /* a lease stop was for the generation before */
 }
 
 bool cp_fence_watch_due(cp_state *cp) {
   for (size_t i = 0; i < cp->nwatch; i++) {
     const cp_shard_mem *w = &cp->watches[i];
     if (w->generation > 0 && !w->fired && cp->clock.now_ms - w->since_ms > cp->lease_ms) return true;
+    /* cleared when it fires and at every new generation (cp_fence_watch_start) */
     if (w->unrenewed_generation > 0 && cp->clock.now_ms >= w->unrenewed_until_ms) return true;
   }
   return false;

@@ -173,7 +173,10 @@ felix_status felix_log_open(const char *path, const char *shard, const felix_log
     if (rc) st = felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync %s", shard, path);
   }
   if (st) {
-    log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
+    /* Only a failed sync is a storage failure the owner must hear of; a
+     * corrupt or missing file, EMFILE or ENOMEM refuse this copy alone. */
+    if (st == FELIX_E_SYNC) log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
+    else log->sync_error = log->sync_error ? log->sync_error : EIO;
     felix_log_close(log, NULL);
     return st;
   }

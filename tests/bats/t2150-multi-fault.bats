@@ -162,3 +162,25 @@ publish_count() {
   produce_acked 21 40
   acked_readable
 }
+
+@test "4: a copy refused at start for corruption (not a failed sync) is refused alone: the broker keeps its storage id and token" {
+  cluster_up 1
+  run -0 "$CTL" stream create a --shards 1 --replicas 1
+  run -0 "$CTL" stream create z --shards 1 --replicas 1
+  wait_until 60 shard_is a/0 Active
+  wait_until 60 shard_is z/0 Active
+  seq 1 50 | "$CTL" produce a --shard 0 >/dev/null
+  seq 1 50 | "$CTL" produce z --shard 0 >/dev/null
+  stop_process b1 KILL # the same boot: the page cache holds everything
+  seg=$(ls "$C"/b1/shards/a_0-*/00000000000000000000.log)
+  flip_byte "$seg" 44 # the first record's checksum, with intact records after it: not a torn tail
+  lines=$(wc -l <"$C/b1.log")
+  broker_start 1
+  wait_until 60 log_since "$((lines + 1))" "$C/b1.log" 'msg=registered'
+  log_since "$((lines + 1))" "$C/b1.log" 'shard copy refused' || fail "the corrupt copy was not refused"
+  log_since "$((lines + 1))" "$C/b1.log" 'msg="storage id kept"' ||
+    fail "one corrupt copy rotated the broker's ids: $(tail -n +"$((lines + 1))" "$C/b1.log" | grep -m1 'storage id')"
+  wait_until 60 shard_is z/0 Active
+  run -0 "$CTL" -o json consume z --shard 0
+  [ "$(echo "$output" | grep -c '"offset"')" -eq 50 ]
+}
