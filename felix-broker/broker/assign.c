@@ -203,9 +203,10 @@ static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t leas
   uint64_t generation = (uint64_t)num_of(a, "generation");
   if ((s->leading || s->fencing) && generation > s->ballot.generation)
     shard_stop_leading(b, s, "the control plane issued a newer generation");
-  if (!((s->leading || s->fencing) && generation != s->ballot.generation)) apply_members(b, s, a);
+  bool in_role = s->leading || s->fencing;
+  if (!in_role || generation == s->ballot.generation) apply_members(b, s, a);
   if (!cJSON_IsObject(leader)) return;
-  shard_apply_assignment(b, s, (uint64_t)num_of(a, "generation"), str_of(leader, "broker"), str_of(leader, "copy_id"),
+  shard_apply_assignment(b, s, generation, str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));
   renew_shard_lease(b, s, a, leader, sent_ms, lease_ms);
 }

@@ -128,7 +128,6 @@ typedef struct broker {
   char boot_id[FELIX_BOOT_ID_MAX + 1];
   char boot_source[8];
   bool rotated;
-  bool startup_sync_failed; /* a sync failed while recovering: the token cannot vouch */
   /* A sync or write of some copy has failed (set by lib/'s on_storage_error,
    * from any thread): the token is gone and state=stopped is never written. */
   atomic_bool storage_failed;

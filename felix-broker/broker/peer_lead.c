@@ -215,14 +215,15 @@ static void recompute_hwm(broker *b, shard *s) {
   int nf = gather_holds(s, f);
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
+  /* One Raft-rule pass from what a majority has held in this generation
+   * (confirmed_end, never above the HWM): the HWM is the larger of that and
+   * where it started (review 5, item 3: acknowledgements need both). */
+  assert(s->confirmed_end <= s->hwm);
   felix_hwm_input in = {.replicas = s->replicas > 0 ? s->replicas : 1, .leader_counts = true, .leader_held = st.held_end,
-                        .generation_start = s->generation_start, .hwm = s->hwm, .followers = f, .nfollowers = (size_t)nf};
-  uint64_t h = felix_hwm_compute(&in);
-  /* What a majority has held in this generation, whatever the HWM started
-   * from (review 5, item 3): acknowledgements need both. */
-  felix_hwm_input confirmed = in;
-  confirmed.hwm = s->confirmed_end;
-  s->confirmed_end = felix_hwm_compute(&confirmed);
+                        .generation_start = s->generation_start, .hwm = s->confirmed_end, .followers = f,
+                        .nfollowers = (size_t)nf};
+  s->confirmed_end = felix_hwm_compute(&in);
+  uint64_t h = s->confirmed_end > s->hwm ? s->confirmed_end : s->hwm;
   /* §4.2 "no quorum": written records a majority has not held since then
    * (progress restarts the clock); reported so the control plane can move a
    * leader whose own disk hangs. */

@@ -57,7 +57,6 @@ void broker_open_shards_one(broker *b, const char *name) {
   if (felix_open_dir(AT_FDCWD, s->path, &s->dirfd, &err) || felix_ballot_read(s->dirfd, what, &s->ballot, &err) ||
       felix_log_open(s->path, name, &b->cfg.log, false, &s->log, &rep, &err)) {
     s->refused = true;
-    if (err.status == FELIX_E_SYNC) b->startup_sync_failed = true;
     snprintf(s->refused_why, sizeof s->refused_why, "%.500s", err.msg);
     felix_log_event("error", "shard copy refused: recovery failed", "shard", name, "reason", err.msg, NULL);
   } else if (rep.truncated_bytes) {
@@ -134,7 +133,7 @@ static int decide_identity(broker *b) {
   if (felix_boot_id_read(b->boot_id, b->boot_source, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   if (!strcmp(b->boot_source, "file"))
     felix_log_event("warn", "boot id read from FELIX_BOOT_ID_FILE (tests only)", "boot_id", b->boot_id, NULL);
-  if (b->startup_sync_failed || atomic_load(&b->storage_failed)) { /* this boot's page cache failed a write */
+  if (atomic_load(&b->storage_failed)) { /* a sync failed while recovering: the token cannot vouch */
     felix_boot_token_remove(&b->sid, b->boot_id);
     felix_log_event("error", "a sync failed during recovery: the boot token is removed", NULL);
   }

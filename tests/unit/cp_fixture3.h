@@ -168,4 +168,31 @@ static inline cJSON *assignment_for(fx *f, const char *instance, int i) {
   return a;
 }
 
+/* Three brokers registered and "orders" (one shard, R = 3) created. */
+static inline void created_orders(fx *f) {
+  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
+  cp_stream_row s;
+  cp_outcome o;
+  cp_stream_create(&f->cp, "orders", 1, 3, "quorum", &s, &o);
+  assert_int_equal(o.status, 201);
+  snprintf(f->uuid, sizeof f->uuid, "%s", s.uuid);
+}
+
+/* created_orders, its empty copies listed (instance INST1), generation 1
+ * Active at HWM hwm with every copy measured there; returns the leader's
+ * index. */
+static inline int active_orders(fx *f, int64_t hwm) {
+  created_orders(f);
+  for (int i = 0; i < 3; i++) {
+    cp_inv_entry e = inv(f, copies[i], 0, 0, INST1);
+    heartbeat(f, i, &e);
+  }
+  assert_int_equal(shard0(f).generation, 1);
+  int a = leader_index(f);
+  char why[200];
+  assert_int_equal(report(f, a, 1, 1, hwm, copies, why), 1);
+  assert_string_equal(shard0(f).state, "Active");
+  return a;
+}
+
 #endif

@@ -27,29 +27,9 @@ static bool renews_lease(fx *f, int i) {
   return yes;
 }
 
-/* Three brokers, orders/0 (R = 3) Active at generation 1 on A, HWM 5,
- * every copy measured at 5; returns A's index. */
-static int active_shard(fx *f) {
-  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
-  cp_stream_row s;
-  cp_outcome o;
-  cp_stream_create(&f->cp, "orders", 1, 3, "quorum", &s, &o);
-  assert_int_equal(o.status, 201);
-  snprintf(f->uuid, sizeof f->uuid, "%s", s.uuid);
-  for (int i = 0; i < 3; i++) {
-    cp_inv_entry e = inv(f, copies[i], 0, 0, INST1);
-    heartbeat(f, i, &e);
-  }
-  int a = leader_index(f);
-  char why[200];
-  assert_int_equal(report(f, a, 1, 1, 5, copies, why), 1);
-  assert_string_equal(shard0(f).state, "Active");
-  return a;
-}
-
 static void no_quorum_failover_waits_for_the_leaders_lease(void **state) {
   fx *f = *state;
-  int a = active_shard(f);
+  int a = active_orders(f, 5);
   assert_true(renews_lease(f, a)); /* A's heartbeats renew its per-shard lease */
   /* A is cut off from its followers, not from the control plane. */
   char why[200];
@@ -76,7 +56,7 @@ static void no_quorum_failover_waits_for_the_leaders_lease(void **state) {
  * shard at once: its lease died with it. */
 static void a_new_incarnation_moves_at_once(void **state) {
   fx *f = *state;
-  int a = active_shard(f);
+  int a = active_orders(f, 5);
   cp_inv_entry e = inv(f, copies[a], 5, 1, INST1);
   assert_int_equal(do_register(f, a, sids[a], &e, 1), 200);
   assert_int_equal(shard0(f).generation, 2);
