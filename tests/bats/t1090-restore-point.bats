@@ -243,7 +243,7 @@ name" --data-dir r
   run -0 rp restore --from one --data-dir target --shard orders/1
   assert_output --partial "restored 1 shard"
   [ "$(cat "$(shard_of target audit 0)/ballot")" = "$audit_ballot" ]
-  ! grep -qx "storage_id=$(cat target/storage-id)" "$(shard_of target audit 0)/ballot"
+  run ! grep -qx "storage_id=$(cat target/storage-id)" "$(shard_of target audit 0)/ballot"
   grep -qx "storage_id=$(cat target/storage-id)" "$(shard_of target orders 1)/ballot"
   run -3 rp restore --from one --data-dir target --shard nosuch/3
   assert_output --partial "--shard nosuch/3"

@@ -96,7 +96,7 @@ idle_shard_record_on_leader_and_victim() {
   # It asked both others: b$V answered under a copy id the assignment does not name.
   run "$CTL" consume r --shard 0 --count 1
   [ "$status" -ne 0 ]
-  ! grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$(shard_generation r/0)" "$C/$E.log"
+  run ! grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$(shard_generation r/0)" "$C/$E.log"
   shard_is r/0 Fencing || shard_is r/0 NoCaughtUpReplica # after a lease the fence times out: E is passed over
   rbroker_start "${L#b}" "${LONG[@]}"  # same boot: its named copy answers and counts
   wait_until 60 shard_is r/0 Active
@@ -383,7 +383,7 @@ scenario_7() {
     wait_until 60 caught_up "b$n"
   done
   wait "$producer"
-  ! grep -q "lease of b[123] lapsed" "$C/cp.log" # every move was a hand-off, none waited for a lease
+  run ! grep -q "lease of b[123] lapsed" "$C/cp.log" # every move was a hand-off, none waited for a lease
   acked_readable # publishes refused during a move were not acknowledged, and none acknowledged was lost
   produce_acked 601 700 # and after the restarts the shard takes writes with no operator
   acked_readable

@@ -82,7 +82,7 @@ waits_for_exactly() {
   rbroker_start "${1#b}"
   rbroker_start "${2#b}"
   wait_until 60 generation_above r/0 2
-  ! waiting
+  run ! waiting
   wait_until 60 grep -q "above the stored 1 (a restored control-plane database?)" "$C/cp.log"
   wait_until 60 shard_is r/0 Active
   acked_readable

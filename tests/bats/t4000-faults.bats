@@ -125,7 +125,7 @@ setup_ledger() {
   grep -qx "sync $(devino d/a) 10" ledger # held back, not lost
   rm slownow
   FELIX_FAULTS_SLOW_SYNC_IF="$W/slownow" run -0 writer open d/b write 5 fsync
-  ! grep -q "slow fsync $(devino d/b)" ledger
+  run ! grep -q "slow fsync $(devino d/b)" ledger
   grep -qx "sync $(devino d/b) 5" ledger
 }
 
