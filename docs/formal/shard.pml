@@ -116,6 +116,9 @@
 #ifndef MAX_ABANDON
 #define MAX_ABANDON 0   /* operator's placement abandon (review 5, item 3) */
 #endif
+#ifndef MAX_BWF
+#define MAX_BWF 0       /* failed writes of a follower's ballot (review 5, item 5) */
+#endif
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 255  /* total budget over all fault kinds */
 #endif
@@ -176,6 +179,10 @@ typedef Br {
   bit pend;             /* a failed sync not yet acted on (the twin: token and exit come later) */
 #endif
   byte fmh;             /* fence: the maximum HWM its assignment carried (review 5, item 7) */
+#ifdef FAILED_WRITE_KEEPS_MEMORY
+  bit wf;               /* the twin: a ballot write failed; the file keeps db* until the process restarts */
+  byte dbgen; byte dbl; byte dblcid; byte dblinc;
+#endif
   byte fcid[N]; byte ffl[N];   /* fence: the copy ids and floors its assignment named (item 7) */
 }
 Br br[N];
@@ -228,7 +235,7 @@ byte nextv = 1;
 byte abgen;                      /* the generation the last abandon issued (0: none) */
 
 /* ---- fault counters ---- */
-byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain, naband;
+byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain, naband, nbwf;
 
 hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 
@@ -387,6 +394,12 @@ inline go_idle(b) {      /* phase 0: neither fencing nor serving */
 
 inline stop_process(b) {
   br[b].inc = 0; go_idle(b);
+#ifdef FAILED_WRITE_KEEPS_MEMORY
+  if :: br[b].wf ->   /* the restart reads the ballot the file kept */
+     br[b].bgen = br[b].dbgen; br[b].bl = br[b].dbl; br[b].blcid = br[b].dblcid; br[b].blinc = br[b].dblinc;
+     br[b].wf = 0
+  :: else fi;
+#endif
 #ifdef TOKEN_AFTER_ERROR
   br[b].pend = 0;
 #endif
@@ -1079,6 +1092,21 @@ inline FenceStart(l) {
 #define OLD_INSTANCE(l, r) 0
 #endif
 
+/* r promises l's generation (its ballot, durable) and answers the fence. */
+inline take_promise(l, r) {
+  br[r].bgen = br[l].lg; br[r].bl = l; br[r].blcid = br[l].cid; br[r].blinc = br[l].inc;
+#ifdef OLD_LEADER_APPENDS
+  if :: br[r].ph == 1 -> go_idle(r) :: else fi;
+#else
+  if :: br[r].ph != 0 -> printf("  %d stops leading generation %d\n", r, br[r].lg); go_idle(r) :: else fi;
+#endif
+  br[l].prom = br[l].prom | BIT(r);
+  if :: COUNTS(l, r) -> br[l].cnt = br[l].cnt | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r)
+     :: else fi;
+  printf("FencePromise(%d<-%d): promised generation %d, rank (%d,%d), counted %d\n", l, r, br[l].lg,
+         RGEN(r), HELD(r), (COUNTS(l, r) -> 1 : 0))
+}
+
 inline FencePromise(l, r) {
   d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) ->
     if
@@ -1089,21 +1117,37 @@ inline FencePromise(l, r) {
        printf("FencePromise(%d<-%d): refused, copy promised generation %d\n", l, r, br[r].bgen);
        if :: br[r].bgen > seen -> seen = br[r].bgen :: else -> ftmo = 1 fi;
        go_idle(l)
-    :: else ->
-       br[r].bgen = br[l].lg; br[r].bl = l; br[r].blcid = br[l].cid; br[r].blinc = br[l].inc;
-#ifdef OLD_LEADER_APPENDS
-       if :: br[r].ph == 1 -> go_idle(r) :: else fi;
-#else
-       if :: br[r].ph != 0 -> printf("  %d stops leading generation %d\n", r, br[r].lg); go_idle(r) :: else fi;
-#endif
-       br[l].prom = br[l].prom | BIT(r);
-       if :: COUNTS(l, r) -> br[l].cnt = br[l].cnt | BIT(r); br[l].acid[r] = br[r].cid; br[l].agen[r] = RGEN(r); br[l].alen[r] = HELD(r)
-          :: else fi;
-       printf("FencePromise(%d<-%d): promised generation %d, rank (%d,%d), counted %d\n", l, r, br[l].lg,
-              RGEN(r), HELD(r), (COUNTS(l, r) -> 1 : 0))
+    :: else -> take_promise(l, r)
     fi;
     skip }
 }
+
+/* Review 5, item 5: the promise's ballot write fails (ENOSPC, EIO). The copy
+   keeps in memory what is on disk, is refused until it is reopened and the
+   boot token goes: for this one shard, its process is gone, and the next
+   start rotates the ids. The twin keeps the promise in memory (it answers
+   the fence, which counts it) while the file keeps the old ballot until the
+   process restarts: a restarted copy then takes the old leader's appends. */
+#if MAX_BWF > 0
+inline PromiseWriteFails(l, r) {
+  d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) &&
+           FAULT && nbwf < MAX_BWF && !OLD_INSTANCE(l, r) &&
+           !(br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l))) ->
+    nbwf++; nfault++;
+#ifdef FAILED_WRITE_KEEPS_MEMORY
+    printf("PromiseWriteFails(%d<-%d): the write fails; memory promises generation %d, the file keeps %d\n", l, r,
+           br[l].lg, br[r].bgen);
+    if :: !br[r].wf -> br[r].wf = 1; br[r].dbgen = br[r].bgen; br[r].dbl = br[r].bl; br[r].dblcid = br[r].blcid;
+          br[r].dblinc = br[r].blinc
+       :: else fi;
+    take_promise(l, r);
+#else
+    printf("PromiseWriteFails(%d<-%d): the write fails: memory as on disk, copy refused, token removed\n", l, r);
+    br[r].tok = 0; stop_process(r); br[r].rot = 1;
+#endif
+    skip }
+}
+#endif
 
 #ifdef SHORTCUT_NO_ACTIVE
 #define SHORTCUT(l) (prevg > 0 && br[l].lg == prevg + 1 && pl[prevg] == l && pcid[prevg] == br[l].cid && (br[l].cnt & BIT(l)))
@@ -1310,6 +1354,9 @@ init {
   :: RackPowerLoss()
   PER_B(FenceStart)
   PER_LF(FencePromise)
+#if MAX_BWF > 0
+  PER_LF(PromiseWriteFails)
+#endif
   PER_B(FenceEnd)
   :: CPRestart()
 #if MAX_ROLL > 0

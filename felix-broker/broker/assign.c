@@ -116,7 +116,7 @@ static void keep_stream_meta(broker *b, shard *s, const cJSON *a) {
   felix_err err;
   snprintf(what, sizeof what, "%s/stream", s->path);
   if (felix_stream_meta_write(s->dirfd, what, &m, &err)) {
-    felix_log_event("warn", "cannot write the stream file", "shard", s->dir_name, "reason", err.msg, NULL);
+    shard_fail_closed(b, s, "stream", err.msg); /* memory keeps what is on disk */
     return;
   }
   s->meta = m;

@@ -188,9 +188,12 @@ void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
 
 void shard_stop_leading(broker *b, shard *s, const char *why);
 void shard_become_leader(broker *b, shard *s, uint64_t generation);
-int shard_write_ballot(shard *s);
+/* Each writes one identity file durably; on failure the copy is failed
+ * closed (shard_fail_closed) and the caller puts memory back as on disk. */
+int shard_write_ballot(broker *b, shard *s);
 /* Writes the generations file durably (rule: before any record of a new line). */
-int shard_write_generations(shard *s);
+int shard_write_generations(broker *b, shard *s);
+void shard_fail_closed(broker *b, shard *s, const char *file, const char *why);
 
 /* broker/peer_lead.c, peer_follow.c — replication between copies (DESIGN.md §4.2–§4.4, §4.7) */
 void peer_start_fence(broker *b, shard *s);   /* the ballot names this process at a new generation */

@@ -59,7 +59,8 @@ static bool write_stopped(broker *b) {
   snprintf(rs.broker_id, sizeof rs.broker_id, "%s", b->cfg.id);
   felix_err err;
   if (felix_run_state_write(b->dirfd, b->cfg.data_dir, &rs, &err) == FELIX_OK) return true;
-  felix_log_event("error", "cannot write run-state", "reason", err.msg, NULL);
+  felix_boot_token_remove(&b->sid, b->boot_id); /* an identity file failed to write: fail closed (review 5, item 5) */
+  felix_log_event("error", "cannot write run-state: boot token removed", "reason", err.msg, NULL);
   return false;
 }
 

@@ -83,8 +83,8 @@ static int take_promise(broker *b, shard *s, const felix_peer_hello *h, felix_pe
   snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", h->leader);
   snprintf(s->ballot.leader_copy_id, sizeof s->ballot.leader_copy_id, "%s", h->leader_copy_id);
   snprintf(s->ballot.leader_incarnation, sizeof s->ballot.leader_incarnation, "%s", h->leader_incarnation);
-  if (shard_write_ballot(s)) {
-    s->ballot = was;
+  if (shard_write_ballot(b, s)) {
+    s->ballot = was; /* memory as on disk; the copy is refused */
     r->status = FELIX_PS_STORAGE;
     snprintf(r->message, sizeof r->message, "cannot write the ballot of %s/%u", s->stream, s->index);
     return -1;
@@ -135,7 +135,7 @@ static void handle_hello(broker *b, conn *c, uint32_t corr, const uint8_t *body,
 }
 
 /* Cuts the divergent suffix durably, then rewrites generations (§3.4). */
-int peer_truncate(shard *s, uint64_t to) {
+int peer_truncate(broker *b, shard *s, uint64_t to) {
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
   if (to >= st.end_offset) return 0;
@@ -152,27 +152,39 @@ int peer_truncate(shard *s, uint64_t to) {
   char at[32];
   snprintf(at, sizeof at, "%" PRIu64, to);
   felix_log_event("info", "truncated a divergent suffix", "shard", s->dir_name, "offset", at, NULL);
-  if (felix_generations_trim_to(&s->gens, to) && shard_write_generations(s)) return -1;
+  /* On a failed write memory keeps the trimmed lines: they match the cut
+   * log, and the lines the file still has beyond its end are dropped when
+   * the copy is reopened (trim_generations). The copy is refused meanwhile. */
+  if (felix_generations_trim_to(&s->gens, to) && shard_write_generations(b, s)) return -1;
   return 0;
 }
 
 /* Adds the leader's lines starting at or after first (durably, before any of
  * their records is written). */
-int peer_merge_gens(shard *s, uint64_t first, const felix_generation *g, uint32_t n) {
-  bool changed = false;
+int peer_merge_gens(broker *b, shard *s, uint64_t first, const felix_generation *g, uint32_t n) {
+  size_t had = s->gens.count;
   for (uint32_t i = 0; i < n; i++) {
     if (g[i].start_offset < first) continue;
     bool have = false;
     for (size_t k = 0; k < s->gens.count; k++) have |= s->gens.items[k].generation == g[i].generation;
     if (have) continue;
-    if (s->gens.count && s->gens.items[s->gens.count - 1].generation > g[i].generation) return -1; /* out of order */
-    felix_generation *ni = realloc(s->gens.items, (s->gens.count + 1) * sizeof *ni);
-    if (!ni) return -1;
+    felix_generation *ni = NULL;
+    if ((s->gens.count && s->gens.items[s->gens.count - 1].generation > g[i].generation) || /* out of order */
+        !(ni = realloc(s->gens.items, (s->gens.count + 1) * sizeof *ni))) {
+      s->gens.count = had; /* none of this shipment's lines is taken */
+      return -1;
+    }
     s->gens.items = ni;
     s->gens.items[s->gens.count++] = g[i];
-    changed = true;
   }
-  return changed ? shard_write_generations(s) : 0;
+  /* A line that is not on disk is not in memory either: otherwise the next
+   * shipment would find it and write records of a generation the file does
+   * not name (review 5, item 5). */
+  if (s->gens.count > had && shard_write_generations(b, s)) {
+    s->gens.count = had;
+    return -1;
+  }
+  return 0;
 }
 
 /* Appends records at first (which must be the log end). */
@@ -258,14 +270,14 @@ static void handle_append(broker *b, conn *c, uint32_t corr, const uint8_t *body
   if (felix_peer_append_decode(body, len, &a, &err)) return append_reply(c, corr, NULL, FELIX_PS_REFUSED, err.msg);
   shard *s = broker_find_shard(b, a.stream, a.shard);
   uint16_t why = check_append(b, c, s, &a, msg, sizeof msg);
-  if (!why && a.truncate_to != FELIX_PEER_NO_TRUNCATE && peer_truncate(s, a.truncate_to))
+  if (!why && a.truncate_to != FELIX_PEER_NO_TRUNCATE && peer_truncate(b, s, a.truncate_to))
     why = FELIX_PS_STORAGE, snprintf(msg, sizeof msg, "cannot truncate");
   felix_log_stats st = {0};
   if (!why) felix_log_get_stats(s->log, &st);
   if (!why && a.count && a.first_offset != st.end_offset)
     why = FELIX_PS_OUT_OF_ORDER, snprintf(msg, sizeof msg, "records start at %" PRIu64 ", the log ends at %" PRIu64,
                                           a.first_offset, st.end_offset);
-  if (!why && peer_merge_gens(s, a.first_offset, a.gens, a.ngens))
+  if (!why && peer_merge_gens(b, s, a.first_offset, a.gens, a.ngens))
     why = FELIX_PS_STORAGE, snprintf(msg, sizeof msg, "cannot write generations");
   felix_appended ap = {0};
   felix_status ast = why ? FELIX_OK : peer_append_records(s, a.first_offset, a.records, a.count, &ap, &err);

@@ -386,7 +386,7 @@ static void adopt_from(broker *b, shard *s, peer_link *src) {
   snprintf(at, sizeof at, "%" PRIu64, (uint64_t)src->rank.log_end);
   felix_log_event("info", "fence adopts a higher-ranked copy", "shard", s->dir_name, "source", src->broker_id, "copy_id",
                   src->copy_id, "log_end", at, NULL);
-  if (peer_truncate(s, p)) return refuse_adoption(b, s, "cannot truncate to adopt the fence's copy");
+  if (peer_truncate(b, s, p)) return refuse_adoption(b, s, "cannot truncate to adopt the fence's copy");
   s->log_epoch++;
   s->adopting = src; /* one source per fence: answers arriving meanwhile do not switch it */
   send_read(src);
@@ -410,7 +410,7 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
     return;
   }
   felix_appended a;
-  if (peer_merge_gens(s, r.body.first_offset, r.body.gens, r.body.ngens) ||
+  if (peer_merge_gens(l->b, s, r.body.first_offset, r.body.gens, r.body.ngens) ||
       peer_append_records(s, r.body.first_offset, r.body.records, r.body.count, &a, &err)) {
     felix_peer_append_free(&r.body);
     return refuse_adoption(l->b, s, "cannot append the adopted copy's records");

@@ -31,12 +31,26 @@ uint64_t shard_last_generation(const shard *s, uint64_t log_end) {
   return 0;
 }
 
-int shard_write_ballot(shard *s) {
+/* A failed write of one of a copy's identity files (ballot, generations,
+ * stream; review 5, item 5): what memory holds may no longer be what a
+ * restart reads, so the copy is refused until it is reopened, and the boot
+ * token goes at once — the error may come from a disk that lost pages, and
+ * nothing may vouch for this run's page cache after it. The caller puts
+ * memory back to what is on disk. */
+void shard_fail_closed(broker *b, shard *s, const char *file, const char *why) {
+  atomic_store(&b->storage_failed, true);
+  felix_boot_token_remove(&b->sid, b->boot_id);
+  felix_log_event("error", "cannot write a copy's identity file: copy refused, boot token removed", "shard",
+                  s->dir_name, "file", file, "reason", why, NULL);
+  shard_refuse(b, s, why);
+}
+
+int shard_write_ballot(broker *b, shard *s) {
   char what[4700];
   felix_err err;
   snprintf(what, sizeof what, "%s/ballot", s->path);
   if (felix_ballot_write(s->dirfd, what, &s->ballot, &err)) {
-    felix_log_event("error", "cannot write ballot", "shard", s->dir_name, "reason", err.msg, NULL);
+    shard_fail_closed(b, s, "ballot", err.msg);
     return -1;
   }
   return 0;
@@ -66,8 +80,11 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   snprintf(s.ballot.storage_id, sizeof s.ballot.storage_id, "%s", b->sid.hex);
   snprintf(s.ballot.stream_uuid, sizeof s.ballot.stream_uuid, "%s", uuid);
   char what[4800];
+  snprintf(what, sizeof what, "%.4700s/ballot", tmp);
+  int rc = felix_ballot_write(s.dirfd, what, &s.ballot, &err) ? -1 : 0;
   snprintf(what, sizeof what, "%.4700s/generations", tmp);
-  int rc = shard_write_ballot(&s) || felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
+  if (!rc) rc = felix_generations_write(s.dirfd, what, &s.gens, &err) ? -1 : 0;
+  if (rc) felix_log_event("error", "cannot create shard copy", "shard", name, "reason", err.msg, NULL);
   close(s.dirfd);
   return rc;
 }
@@ -128,12 +145,12 @@ void shard_set_hwm(broker *b, shard *s, uint64_t hwm) {
   broker_drain_announce(b);
 }
 
-int shard_write_generations(shard *s) {
+int shard_write_generations(broker *b, shard *s) {
   char what[4700];
   felix_err err;
   snprintf(what, sizeof what, "%s/generations", s->path);
   if (felix_generations_write(s->dirfd, what, &s->gens, &err)) {
-    felix_log_event("error", "cannot write generations", "shard", s->dir_name, "reason", err.msg, NULL);
+    shard_fail_closed(b, s, "generations", err.msg);
     return -1;
   }
   return 0;
@@ -167,13 +184,17 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   if (!ni) return;
   s->gens.items = ni;
   s->gens.items[s->gens.count++] = (felix_generation){generation, st.end_offset};
-  char what[4700], g[32];
+  char g[32];
   felix_err err;
-  snprintf(what, sizeof what, "%s/generations", s->path);
   uint64_t offset;
-  if (felix_generations_write(s->dirfd, what, &s->gens, &err) || felix_log_append(s->log, "", 0, &offset, &err)) {
+  if (shard_write_generations(b, s)) {
+    s->gens.count--; /* memory as on disk; the copy is refused */
+    return;
+  }
+  if (felix_log_append(s->log, "", 0, &offset, &err)) {
     s->gens.count--;
     felix_log_event("error", "cannot start generation", "shard", s->dir_name, "reason", err.msg, NULL);
+    shard_refuse(b, s, err.msg); /* a failed write of the log itself has failed the broker closed already */
     return;
   }
   s->generation_start = offset;
@@ -229,12 +250,16 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
   if (generation == s->ballot.generation && !same_promise && s->ballot.has_leader) return;
   shard_stop_leading(b, s, "promised a newer generation");
   assert(generation >= s->ballot.generation); /* a promise never goes down */
+  felix_ballot was = s->ballot;
   s->ballot.generation = generation;
   s->ballot.has_leader = true;
   snprintf(s->ballot.leader, sizeof s->ballot.leader, "%s", leader);
   snprintf(s->ballot.leader_copy_id, sizeof s->ballot.leader_copy_id, "%s", leader_copy);
   snprintf(s->ballot.leader_incarnation, sizeof s->ballot.leader_incarnation, "%s", leader_inc);
-  if (shard_write_ballot(s)) return;
+  if (shard_write_ballot(b, s)) {
+    s->ballot = was; /* memory as on disk (review 5, item 5); the copy is refused */
+    return;
+  }
   broker_publish_inventory(b);
   if (names_this_process(b, s, leader, leader_copy, leader_inc) && !b->draining) peer_start_fence(b, s);
 }

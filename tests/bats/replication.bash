@@ -6,14 +6,16 @@ load cluster
 
 FAULTS="$FELIX_BUILD/faults"
 
-# rbroker_start N [flags] — broker bN under the sync recorder, on its own machine.
+# rbroker_start N [flags] — broker bN under the sync recorder, on its own
+# machine; while $C/rules.bN exists, its lines fail chosen files' calls
+# (FELIX_FAULTS_FILE_RULES, tests/faults/README.md).
 rbroker_start() {
   local n=$1
   shift
   [ -f "$C/boot_id.b$n" ] || echo "boot-$RANDOM-b$n" >"$C/boot_id.b$n"
   [ -f "$C/ledger.b$n" ] || : >"$C/ledger.b$n"
   FELIX_BOOT_ID_FILE="$C/boot_id.b$n" FELIX_FAULTS_LEDGER="$C/ledger.b$n" FELIX_FAULTS_ROOT="$C/b$n" \
-    LD_PRELOAD="$FAULTS/libfelix_faults.so" broker_start "$n" "$@"
+    FELIX_FAULTS_FILE_RULES="$C/rules.b$n" LD_PRELOAD="$FAULTS/libfelix_faults.so" broker_start "$n" "$@"
 }
 
 # rcluster_up [flags for every broker] — control plane, b1..b3, stream r (1 shard, R=3).
@@ -43,6 +45,11 @@ caught_up() { [ "$(replica_field "$1" caught_up)" = true ]; }
 is_stranger() { [ "$(replica_field "$1" stranger)" = true ]; }
 shard_hwm() { "$CTL" -o json shard describe r/0 | jget 'j["hwm"]'; }
 hwm_at_least() { [ "$(shard_hwm)" -ge "$1" ]; }
+not_alive() { [ "$("$CTL" -o json broker list | jget "[b['alive'] for b in j if b['id'] == '$1'][0]")" = false ]; }
+pause() { kill -STOP "$(pid_of "$1")"; }
+resume() { kill -CONT "$(pid_of "$1")"; }
+# log_since LINE FILE PATTERN — PATTERN is in FILE from line LINE on (this start's lines).
+log_since() { tail -n +"$1" "$2" | grep -q "$3"; }
 leader_is_not() { local l; l=$(leader_of); [ -n "$l" ] && [ "$l" != "$1" ]; }
 
 # power_cut N — machine N loses power: SIGKILL, every unsynced byte of its

@@ -13,11 +13,6 @@ teardown() {
   if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 30 "$C"/*.log >&3 2>/dev/null || true; fi
 }
 
-pause() { kill -STOP "$(pid_of "$1")"; }
-# log_since LINE FILE PATTERN — PATTERN is in FILE from line LINE on (this start's lines).
-log_since() { tail -n +"$1" "$2" | grep -q "$3"; }
-resume() { kill -CONT "$(pid_of "$1")"; }
-not_alive() { [ "$("$CTL" -o json broker list | jget "[b['alive'] for b in j if b['id'] == '$1'][0]")" = false ]; }
 two_live_copies() { "$CTL" -o json placement abandon r/0 --dry-run | grep -q '"live":true.*"live":true'; }
 max_hwm() { "$CTL" -o json shard describe r/0 | jget 'j["max_hwm"]'; }
 

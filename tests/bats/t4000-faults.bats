@@ -207,3 +207,46 @@ setup_ledger() {
   run -0 inspect verify d
   assert_output --partial "verify: ok: 1 shard(s)"
 }
+
+# ruled CMD... — runs CMD under the library with the file rules of $W/rules.
+ruled() { FELIX_FAULTS_LEDGER="$W/ledger" FELIX_FAULTS_FILE_RULES="$W/rules" LD_PRELOAD="$LIBFAULTS" "$@"; }
+
+# atomic_write NAME — one small-file write as felix_write_file_atomic makes it
+# (open .NAME.tmp, write, fsync, rename); prints the failing step and errno.
+atomic_write() {
+  ruled python3 - "$W/d" "$1" <<'PY'
+import errno, os, sys
+d, name = sys.argv[1], sys.argv[2]
+tmp = os.path.join(d, "." + name + ".tmp")
+step = "open"
+try:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    step = "write"; os.write(fd, b"generation 2\n")
+    step = "fsync"; os.fsync(fd); os.close(fd)
+    step = "rename"; os.rename(tmp, os.path.join(d, name))
+    print("ok")
+except OSError as e:
+    print(step, errno.errorcode[e.errno]); sys.exit(1)
+PY
+}
+
+@test "file rules fail one chosen file's open, write, fsync or rename by path pattern, only while the rules file exists" {
+  setup_ledger
+  local op e
+  for op in open write fsync rename; do
+    for e in ENOSPC EIO EMFILE; do
+      echo "$op $e */d/.generations.tmp" >rules
+      [ "$op" = rename ] && echo "$op $e */d/generations" >rules # a rename is matched by either name
+      run -1 atomic_write generations
+      [ "$output" = "$op $e" ] || fail "rule '$(cat rules)': $output"
+      run -0 atomic_write ballot # another file of the same directory is spared
+      grep -qx "failfile $op $e $W/d/.generations.tmp\|failfile $op $e $W/d/generations" ledger ||
+        fail "no failfile record for $op $e: $(tail -n 2 ledger)"
+    done
+  done
+  rm rules
+  run -0 atomic_write generations
+  [ "$(cat d/generations)" = "generation 2" ]
+  echo "# a comment line" >rules
+  run -0 atomic_write stream
+}

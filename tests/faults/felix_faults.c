@@ -18,11 +18,17 @@
  * With FELIX_FAULTS_ENOSPC_IF=path set, while that path exists pwrite() on a
  * regular file fails with ENOSPC (a full disk; restore-point tests use it);
  * FELIX_FAULTS_ENOSPC_MIN=N spares writes shorter than N bytes (a pid file).
+ * With FELIX_FAULTS_FILE_RULES=path set, while that file exists each of its
+ * lines "OP ERRNO PATTERN" fails the open, write, fsync or rename of every file
+ * whose absolute path matches the fnmatch(3) PATTERN with ERRNO (one chosen
+ * file's fault, e.g. "write ENOSPC *.generations.tmp"), recorded as
+ * "failfile OP ERRNO PATH".
  * See tests/faults/README.md.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,12 +39,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PATH_CAP 4352
+
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_syncfs)(int);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static void (*real_sync)(void);
+static int (*real_openat)(int, const char *, int, ...);
+static ssize_t (*real_write)(int, const void *, size_t);
+static int (*real_renameat)(int, const char *, int, const char *);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* Set while this library itself opens, reads or writes (the rules file, the
+ * ledger): those calls pass straight through. */
+static __thread int busy;
 
 static void resolve(void)
 {
@@ -47,6 +61,9 @@ static void resolve(void)
     real_syncfs = (int (*)(int))dlsym(RTLD_NEXT, "syncfs");
     real_sync = (void (*)(void))dlsym(RTLD_NEXT, "sync");
     real_pwrite = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(RTLD_NEXT, "pwrite");
+    real_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+    real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
+    real_renameat = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
 }
 
 /* Appends one record with one write(); errno is preserved. */
@@ -56,20 +73,100 @@ static void record(const char *fmt, ...)
     if (ledger == NULL || *ledger == '\0')
         return;
     int saved = errno;
-    char buf[256];
+    char buf[PATH_CAP + 64];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (n > 0 && (size_t)n < sizeof buf) {
+        busy++;
         int fd = open(ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             ssize_t w = write(fd, buf, (size_t)n);
             (void)w;
             close(fd);
         }
+        busy--;
     }
     errno = saved;
+}
+
+/* ---- one chosen file's faults: FELIX_FAULTS_FILE_RULES ---- */
+
+static const struct {
+    const char *name;
+    int no;
+} errno_names[] = {{"EIO", EIO},       {"ENOSPC", ENOSPC}, {"EMFILE", EMFILE}, {"ENFILE", ENFILE},
+                   {"EACCES", EACCES}, {"EROFS", EROFS},   {"EDQUOT", EDQUOT}};
+
+static int errno_of(const char *name)
+{
+    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
+        if (strcmp(errno_names[i].name, name) == 0)
+            return errno_names[i].no;
+    return EIO; /* an unknown name still fails: a typo must not pass silently */
+}
+
+static const char *name_of(int no)
+{
+    for (size_t i = 0; i < sizeof errno_names / sizeof errno_names[0]; i++)
+        if (errno_names[i].no == no)
+            return errno_names[i].name;
+    return "EIO";
+}
+
+/* The absolute path of name relative to dirfd, or (name NULL) of fd. */
+static void path_of(int dirfd, const char *name, int fd, char *out, size_t cap)
+{
+    char base[PATH_CAP] = "";
+    if (name != NULL && name[0] == '/') {
+        snprintf(out, cap, "%s", name);
+        return;
+    }
+    int which = name != NULL ? dirfd : fd;
+    if (which == AT_FDCWD) {
+        if (getcwd(base, sizeof base) == NULL)
+            base[0] = '\0';
+    } else {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", which);
+        ssize_t n = readlink(link, base, sizeof base - 1);
+        base[n > 0 ? n : 0] = '\0';
+    }
+    if (name != NULL)
+        snprintf(out, cap, "%s/%s", base, name);
+    else
+        snprintf(out, cap, "%s", base);
+}
+
+/* The errno the rules give OP on the file (dirfd, name) or fd, 0 for none. A
+ * rules file that is absent means no faults; it is read again on every call,
+ * so a test switches a fault on and off while the process runs. */
+static int file_fault(const char *op, int dirfd, const char *name, int fd)
+{
+    const char *rules = getenv("FELIX_FAULTS_FILE_RULES");
+    if (rules == NULL || *rules == '\0' || busy)
+        return 0;
+    int saved = errno, result = 0;
+    busy++;
+    FILE *f = fopen(rules, "re");
+    char line[PATH_CAP], path[PATH_CAP] = "";
+    while (f != NULL && result == 0 && fgets(line, sizeof line, f) != NULL) {
+        char o[16], e[16], pat[PATH_CAP];
+        if (sscanf(line, "%15s %15s %4351s", o, e, pat) != 3 || o[0] == '#' || strcmp(o, op) != 0)
+            continue;
+        if (path[0] == '\0')
+            path_of(dirfd, name, fd, path, sizeof path);
+        if (fnmatch(pat, path, 0) == 0)
+            result = errno_of(e);
+    }
+    if (f != NULL)
+        fclose(f);
+    busy--;
+    if (result != 0)
+        record("failfile %s %s %s\n", op, name_of(result), path);
+    errno = saved;
+    return result;
 }
 
 static int failing(void)
@@ -125,6 +222,11 @@ static int do_fdsync(int fd, int (*real)(int), const char *name)
     struct stat st;
     int have = fstat(fd, &st) == 0; /* the size before any wait: bytes written meanwhile are not vouched for */
     slow_down(name, have, &st);
+    int ff = file_fault("fsync", -1, NULL, fd);
+    if (ff != 0) {
+        errno = ff;
+        return -1;
+    }
     if (failing()) {
         if (have)
             record("fail %s %llu %llu\n", name, (unsigned long long)st.st_dev,
@@ -242,10 +344,99 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t at)
         errno = ENOSPC;
         return -1;
     }
+    int ff = file_fault("write", -1, NULL, fd);
+    if (ff != 0) {
+        errno = ff;
+        return -1;
+    }
     return real_pwrite ? real_pwrite(fd, buf, n, at) : (errno = ENOSYS, -1);
 }
 
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t at)
 {
     return pwrite(fd, buf, n, at);
+}
+
+/* open, write and rename, for FELIX_FAULTS_FILE_RULES. */
+static mode_t mode_arg(int flags, va_list ap)
+{
+    return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? (mode_t)va_arg(ap, int) : 0;
+}
+
+#define MODE_OF(flags, mode)                                                                       \
+    do {                                                                                           \
+        va_list ap;                                                                                \
+        va_start(ap, flags);                                                                       \
+        mode = mode_arg(flags, ap);                                                                \
+        va_end(ap);                                                                                \
+    } while (0)
+
+static int injected(int ff)
+{
+    errno = ff;
+    return -1;
+}
+
+/* open(name) is openat(AT_FDCWD, name): all four enter here. */
+static int open_checked(int dirfd, const char *name, int flags, mode_t mode)
+{
+    pthread_once(&once, resolve);
+    int ff = file_fault("open", dirfd, name, -1);
+    if (ff != 0)
+        return injected(ff);
+    return real_openat ? real_openat(dirfd, name, flags, mode) : injected(ENOSYS);
+}
+
+int openat(int dirfd, const char *name, int flags, ...)
+{
+    mode_t mode;
+    MODE_OF(flags, mode);
+    return open_checked(dirfd, name, flags, mode);
+}
+
+int openat64(int dirfd, const char *name, int flags, ...)
+{
+    mode_t mode;
+    MODE_OF(flags, mode);
+    return open_checked(dirfd, name, flags, mode);
+}
+
+int open(const char *name, int flags, ...)
+{
+    mode_t mode;
+    MODE_OF(flags, mode);
+    return open_checked(AT_FDCWD, name, flags, mode);
+}
+
+int open64(const char *name, int flags, ...)
+{
+    mode_t mode;
+    MODE_OF(flags, mode);
+    return open_checked(AT_FDCWD, name, flags, mode);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+    pthread_once(&once, resolve);
+    int ff = file_fault("write", -1, NULL, fd);
+    if (ff != 0)
+        return injected(ff);
+    return real_write ? real_write(fd, buf, n) : injected(ENOSYS);
+}
+
+/* rename(from, to) is renameat(AT_FDCWD, from, AT_FDCWD, to). */
+int renameat(int olddir, const char *from, int newdir, const char *to)
+{
+    pthread_once(&once, resolve);
+    int ff = file_fault("rename", olddir, from, -1);
+    if (ff == 0)
+        ff = file_fault("rename", newdir, to, -1);
+    if (ff != 0)
+        return injected(ff);
+    return real_renameat ? real_renameat(olddir, from, newdir, to) : injected(ENOSYS);
+}
+
+int rename(const char *from, const char *to)
+{
+    return renameat(AT_FDCWD, from, AT_FDCWD, to);
 }
