@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "felix/fileutil.h"
 #include "felix/lease.h"
 #include "felix/logfmt.h"
 #include "felix/replication.h"
@@ -49,18 +50,21 @@ void broker_publish_inventory(broker *b) {
   b->inventory_stale = false;
   cJSON *arr = cJSON_CreateArray();
   for (shard *s = b->shards; s; s = s->next) {
-    if (s->refused && s->gone) { /* say so: the control plane forgets it and asks for a new copy */
+    if (s->refused) {
+      /* Said, not omitted: a gone copy is forgotten and made anew; a refused
+       * one is neither placed nor counted until it is reopened. A copy refused
+       * before its ballot was read has no id to say it under. */
+      if (!felix_hex_valid(s->ballot.copy_id, 32) || !s->ballot.stream_uuid[0]) continue;
       cJSON *j = cJSON_CreateObject();
       cJSON_AddStringToObject(j, "stream", s->stream);
       cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
       cJSON_AddNumberToObject(j, "shard", s->index);
       cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
       cJSON_AddNumberToObject(j, "log_end", 0);
-      cJSON_AddTrueToObject(j, "gone");
+      cJSON_AddTrueToObject(j, s->gone ? "gone" : "refused");
       cJSON_AddItemToArray(arr, j);
       continue;
     }
-    if (s->refused) continue;
     cJSON *j = copy_json(s);
     cJSON_AddNumberToObject(j, "ballot_generation", (double)s->ballot.generation);
     cJSON_AddStringToObject(j, "ballot_leader", s->ballot.has_leader ? s->ballot.leader : "none");

@@ -124,10 +124,15 @@ int shard_create_copy(broker *b, const char *stream, uint32_t index, const char 
     return -1;
   }
   int fd = open(shards, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) fsync(fd), close(fd);
+  int synced = fd >= 0 && fsync(fd) == 0 ? 0 : errno;
+  if (fd >= 0) close(fd);
   shard *before = b->shards;
   broker_open_shards_one(b, name);
   if (b->shards == before || b->shards->refused) return -1;
+  if (synced != 0) { /* the new directory's name may not be durable: as any failed identity write */
+    shard_fail_closed(b, b->shards, "shards directory", strerror(synced));
+    return -1;
+  }
   felix_log_event("info", "created an empty shard copy", "shard", name, "copy_id", b->shards->ballot.copy_id, NULL);
   return 0;
 }

@@ -39,7 +39,7 @@ static size_t gather(cp_state *cp, const char *name, const char *uuid, adopt_cop
       const cp_inv_entry *e = &cp->live[i].inv[k];
       /* only inventories built for this instance: an older one may miss a
        * promise made since (§4.8) */
-      if (e->gone || strcmp(e->stream, name) || (uuid && strcmp(e->stream_uuid, uuid)) ||
+      if (e->gone || e->refused || strcmp(e->stream, name) || (uuid && strcmp(e->stream_uuid, uuid)) ||
           strcmp(e->cp_instance, cp->instance_id))
         continue;
       if (!first) first = e->stream_uuid;

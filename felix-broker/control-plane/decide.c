@@ -90,6 +90,7 @@ void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry
   for (size_t k = 0; k < ninv; k++) {
     cp_shard_row sh;
     bool found;
+    if (inv[k].refused) continue; /* it says nothing of what the copy holds or promised */
     if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, &err)) goto fail;
     if (found && note_copy(cp, b, &inv[k], &sh, at_start, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
   }
@@ -198,6 +199,8 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
     snprintf(why, cap, "leader %s drains: handing the shard off", b.id);
   } else if (strcmp(b.incarnation, sh->leader_incarnation) != 0) {
     snprintf(why, cap, "leader %s lost: registered again as incarnation %s", b.id, b.incarnation);
+  } else if (cp_copy_refused(cp, b.id, sh->stream_uuid, sh->shard, sh->leader_copy_id)) {
+    snprintf(why, cap, "leader %s lost: it refused its copy (a failed write or sync of the copy's files)", b.id);
   } else {
     int i = slot_of(sh, b.id);
     if (i < 0 || !strcmp(sh->slots[i].copy_id, sh->leader_copy_id)) return NULL;
@@ -231,6 +234,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
     views[i] = (felix_copy_view){.broker = s->broker, .alive = cp_broker_alive(cp, s->broker),
                                  .draining = cp_broker_draining(cp, s->broker),
                                  .passed_over = cp_passed_over(cp, sh, s->broker),
+                                 .refused = cp_copy_refused(cp, s->broker, sh->stream_uuid, sh->shard, s->copy_id),
                                  .slot_copy_id = s->copy_id, .stranger = s->stranger, .has_inventory = e != NULL,
                                  .inv_copy_id = e ? e->copy_id : "", .log_end = e ? e->log_end : 0,
                                  .last_generation = e ? e->last_generation : 0,

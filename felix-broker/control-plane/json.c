@@ -140,6 +140,7 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
             cpj_int(e, "ballot_generation", false, 0, INT64_MAX, &x->ballot_generation, why, cap) &&
             cpj_string(e, "ballot_leader", false, 64, &bleader, why, cap) &&
             cpj_bool(e, "gone", false, &x->gone, why, cap) &&
+            cpj_bool(e, "refused", false, &x->refused, why, cap) &&
             cpj_string(e, "cp_instance", false, 63, &inst, why, cap) &&
             cpj_int(e, "shards", false, 0, 1024, &nshards, why, cap) &&
             cpj_int(e, "replicas", false, 0, FELIX_MAX_REPLICAS, &replicas, why, cap) &&

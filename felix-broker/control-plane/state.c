@@ -148,12 +148,22 @@ uint64_t cp_broker_lease_age(cp_state *cp, const char *id) {
   return l ? felix_lease_age(l->renewed_ms, cp->clock.now_ms) : cp->clock.now_ms;
 }
 
-const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
+static const cp_inv_entry *inventory_entry(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
   cp_live *l = cp_live_get(cp, broker, false);
   if (!l) return NULL;
   for (size_t i = 0; i < l->ninv; i++)
     if (l->inv[i].shard == shard && !strcmp(l->inv[i].stream_uuid, stream_uuid)) return &l->inv[i];
   return NULL;
+}
+
+const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
+  const cp_inv_entry *e = inventory_entry(cp, broker, stream_uuid, shard);
+  return e && !e->refused ? e : NULL;
+}
+
+bool cp_copy_refused(cp_state *cp, const char *broker, const char *stream_uuid, int shard, const char *copy_id) {
+  const cp_inv_entry *e = inventory_entry(cp, broker, stream_uuid, shard);
+  return e && e->refused && !strcmp(e->copy_id, copy_id);
 }
 
 /* Slot i's inventory entry for sh, if it was built for this instance. */

@@ -31,6 +31,8 @@ typedef struct cp_inv_entry {
   int64_t log_start, log_end, last_generation, ballot_generation;
   char ballot_leader[CP_ID_MAX];
   bool gone;                 /* the copy's directory was deleted under the broker: it holds nothing */
+  bool refused;              /* the broker refused the copy (a failed write or sync of its files, a corrupt
+                                log): it serves nothing until it is reopened; cp_inventory_find skips it */
   /* The control-plane instance the broker had heard from when it built this
    * inventory: only an inventory built for this instance counts in the
    * start-up wait (§4.8, the model's Finding 6). */
@@ -152,8 +154,11 @@ bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh);
 /* False once the control plane stopped renewing the pinned leader's per-shard
  * lease before moving the shard (review 5, item 6). */
 bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh);
-/* The inventory entry of broker for (stream_uuid, shard), or NULL. */
+/* The inventory entry of broker for (stream_uuid, shard), or NULL (also when
+ * the broker refused that copy: it holds nothing it may serve). */
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
+/* The broker's inventory says it refused copy copy_id of (stream_uuid, shard). */
+bool cp_copy_refused(cp_state *cp, const char *broker, const char *stream_uuid, int shard, const char *copy_id);
 
 typedef struct cp_register_req {
   const char *broker_id, *storage_id, *boot_id, *fsync_mode, *address, *http_address;

@@ -69,6 +69,8 @@ static void judge_copy(const felix_copy_view *c, int64_t max_hwm, int64_t hwm_ge
     snprintf(why, cap, "lease lapsed");
   } else if (c->draining) {
     snprintf(why, cap, "its broker is draining");
+  } else if (c->refused) {
+    snprintf(why, cap, "its broker refused this copy (a failed write or sync of its files) until it is reopened");
   } else if (c->passed_over) {
     snprintf(why, cap, "passed over for a while: its fence did not complete within a lease");
   } else if (!c->slot_copy_id || !c->slot_copy_id[0] || c->stranger) {

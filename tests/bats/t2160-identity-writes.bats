@@ -3,7 +3,10 @@
 # (ballot, generations) on a follower and on the leader-elect of a new
 # generation. The copy keeps in memory only what is on disk, is refused until
 # it is reopened, and its broker's boot token goes at once; the shard goes on
-# with the other copies and nothing acknowledged is lost. Real processes,
+# with the other copies and nothing acknowledged is lost. Once the copy is
+# refused nothing reads its memory, so what the tests can see is the refusal,
+# the token, the next start's rotation, what the copy holds on disk, and the
+# control plane moving on without it. Real processes,
 # three brokers, R=3, quorum, the default periodic fsync mode; the faults are
 # the fault library's file rules ($C/rules.bN, tests/faults/README.md).
 
@@ -19,8 +22,6 @@ teardown() {
 shard_dir() { echo "$C/$1"/shards/r_0-*; }
 has_token() { compgen -G "$C/runtime/$(cat "$C/$1/storage-id").*.ok" >/dev/null; }
 ballot_generation() { sed -n 's/^generation=//p' "$(shard_dir "$1")/ballot"; }
-# gens_on_disk BROKER — the generations its copy's file names, one per line.
-gens_on_disk() { awk '{print $1}' "$(shard_dir "$1")/generations"; }
 # records_held BROKER — every record of its copy on disk, generation-start markers included.
 records_held() { "$FELIX_BUILD/felix-inspect" --json dump "$(shard_dir "$1")/00000000000000000000.log" | grep -c '"offset"'; }
 refused_since() { log_since "$LINES" "$C/$1.log" 'msg="shard copy refused"'; }
@@ -68,6 +69,12 @@ failed_closed() {
   kill -0 "$(pid_of "$F")" || fail "$F exited: only the copy is failed closed"
 }
 
+# placed_elsewhere — the control plane reads F's inventory entry "refused"
+# and moves the generation on at once, without waiting for the fence to time out.
+placed_elsewhere() {
+  wait_until 30 grep -q "leader $F lost: it refused its copy" "$C/cp.log"
+}
+
 # rejoins — the shard is Active on L and W (L restarted on the same boot:
 # ids kept) and takes new records; then F, with the fault gone, restarts:
 # without its token its ids rotate, its copy joins as a stranger and is
@@ -100,10 +107,9 @@ rejoins() {
   new_generation follower
   failed_closed generations
   grep -q "^failfile write ENOSPC .*/\.generations\.tmp$" "$C/ledger.$F" || fail "the fault never struck"
-  run -0 gens_on_disk "$F"
-  [[ $output != *"$((G + 1))"* ]] || fail "generation $((G + 1)) is on disk: $output"
   # W shipped its start record of G+1 (the shipment F failed on) and ships it
-  # again: a copy that took the line in memory would now append it.
+  # again: the old code had taken the line in memory and appended it then
+  # ("b2 holds 12 records, 11 before"); the refusal stops it.
   wait_until 30 grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$((G + 1))" "$C/$W.log"
   [ "$(records_held "$F")" -eq "$held" ] ||
     fail "$F holds $(records_held "$F") records, $held before: records of generation $((G + 1)), whose line is not on disk"
@@ -118,8 +124,7 @@ rejoins() {
   fail_file "$F" write ENOSPC generations
   new_generation leader
   failed_closed generations
-  run -0 gens_on_disk "$F"
-  [[ $output != *"$((G + 1))"* ]] || fail "generation $((G + 1)) is on disk: $output"
+  placed_elsewhere
   [ "$(records_held "$F")" -eq "$held" ] || fail "$F wrote a start record of a generation it could not record"
   rejoins
 }
@@ -132,8 +137,9 @@ rejoins() {
   new_generation follower
   failed_closed ballot
   grep -q "^failfile fsync EIO .*/\.ballot\.tmp$" "$C/ledger.$F" || fail "the fault never struck"
-  [ "$(ballot_generation "$F")" -eq "$G" ] || fail "the ballot on disk moved to $(ballot_generation "$F")"
   # W leads generation G+1 only once a second copy promised it durably: L.
+  # (The old code kept the assignment's promise in memory and answered W's
+  # fence with it.)
   run grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$((G + 1))" "$C/$W.log"
   [ "$status" -ne 0 ] || fail "W's fence completed with F's promise, which is not on disk"
   rejoins
@@ -146,8 +152,24 @@ rejoins() {
   fail_file "$F" fsync EIO ballot
   new_generation leader
   failed_closed ballot
-  [ "$(ballot_generation "$F")" -eq "$G" ] || fail "the ballot on disk moved to $(ballot_generation "$F")"
+  placed_elsewhere
   run grep -q "msg=leading shard=r_0-[0-9a-f]* generation=" <(tail -n +"$LINES" "$C/$F.log")
   [ "$status" -ne 0 ] || fail "$F led with a ballot that is not on disk"
+  rejoins
+}
+
+@test "5: a follower whose ballot is renamed into place but whose directory sync fails (EIO) is refused; the ballot on disk is ahead of memory, harmlessly" {
+  rcluster_up
+  produce_acked 1 10
+  pick_roles
+  dir=$(realpath "$(shard_dir "$F")")
+  echo "fsync EIO $dir" >"$C/rules.$F" # the directory itself: the fsync after a rename
+  new_generation follower
+  failed_closed ballot
+  grep -qx "failfile fsync EIO $dir" "$C/ledger.$F" || fail "the fault never struck"
+  # The rename happened: the file names the promise memory gave up. Nobody
+  # counted it (the copy answered STORAGE), and the copy is refused until its
+  # next start reads it — a promise on disk that was never counted is harmless.
+  [ "$(ballot_generation "$F")" -eq "$((G + 1))" ] || fail "the ballot on disk is at $(ballot_generation "$F")"
   rejoins
 }

@@ -88,9 +88,11 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
   sid=$(cat "$C/b1/storage-id")
   touch "$FAILSYNC_TRIGGER"
   # Acknowledged once written (periodic) — unless the flusher's sync of 1..5
-  # already failed, and then the broker rightly refuses: either way a flush
-  # fails with records in the page cache only.
-  out=$(seq 6 10 | "$CTL" produce s --shard 0 2>&1) || [[ $out == *"an earlier sync or write failed"* ]] || fail "$out"
+  # already failed, and then the broker rightly refuses, or (the flusher
+  # failing while the publish is in flight) has already failed closed and
+  # exited: in every case a flush fails with records in the page cache only.
+  out=$(seq 6 10 | "$CTL" produce s --shard 0 2>&1) || [[ $out == *"an earlier sync or write failed"* ]] ||
+    { [[ $out == *"cannot reach the broker"* ]] && wait_exit "$(pid_of b1)" 10; } || fail "$out"
   wait_until 10 test -s "$FAILSYNC_TRIGGER.log" # the flusher's sync failed
   # the broker must fail closed: token gone (waited for, bounded)
   no_token_rc=1

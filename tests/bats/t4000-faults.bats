@@ -244,6 +244,12 @@ PY
         fail "no failfile record for $op $e: $(tail -n 2 ledger)"
     done
   done
+  echo "fsync EIO */d" >rules # a directory's fsync (after a rename) is one file's fault too
+  run -1 ruled python3 -c 'import os,sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$W/d"
+  [[ $output == *"Errno 5"* ]] || fail "$output"
+  echo "write EIO *" >rules # pipes and sockets are never judged (libuv writes its signal pipe from a handler)
+  run -0 ruled python3 -c 'import os; r, w = os.pipe(); os.write(w, b"x"); print(os.read(r, 1).decode())'
+  [ "$output" = x ]
   rm rules
   run -0 atomic_write generations
   [ "$(cat d/generations)" = "generation 2" ]

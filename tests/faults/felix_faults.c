@@ -139,19 +139,44 @@ static void path_of(int dirfd, const char *name, int fd, char *out, size_t cap)
         snprintf(out, cap, "%s", base);
 }
 
+/* Reads the rules file into buf (NUL-terminated, at most cap - 1 bytes) with
+ * open/read only: no stdio, no malloc, so it is safe where the wrapped call
+ * is (a signal handler's write). False when the file is absent. */
+static int read_rules(const char *rules, char *buf, size_t cap)
+{
+    int fd = real_openat ? real_openat(AT_FDCWD, rules, O_RDONLY | O_CLOEXEC, 0) : -1;
+    if (fd < 0)
+        return 0;
+    size_t got = 0;
+    ssize_t n;
+    while (got < cap - 1 && (n = read(fd, buf + got, cap - 1 - got)) > 0)
+        got += (size_t)n;
+    close(fd);
+    buf[got] = '\0';
+    return 1;
+}
+
 /* The errno the rules give OP on the file (dirfd, name) or fd, 0 for none. A
  * rules file that is absent means no faults; it is read again on every call,
- * so a test switches a fault on and off while the process runs. */
+ * so a test switches a fault on and off while the process runs. A write or
+ * fsync is judged only on a regular file or a directory: sockets and pipes
+ * (libuv's signal pipe, written from a handler) pass without a look. */
 static int file_fault(const char *op, int dirfd, const char *name, int fd)
 {
     const char *rules = getenv("FELIX_FAULTS_FILE_RULES");
     if (rules == NULL || *rules == '\0' || busy)
         return 0;
     int saved = errno, result = 0;
+    struct stat st;
+    if (name == NULL && (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))) {
+        errno = saved;
+        return 0;
+    }
     busy++;
-    FILE *f = fopen(rules, "re");
-    char line[PATH_CAP], path[PATH_CAP] = "";
-    while (f != NULL && result == 0 && fgets(line, sizeof line, f) != NULL) {
+    char text[8192], path[PATH_CAP] = "";
+    char *save = NULL;
+    for (char *line = read_rules(rules, text, sizeof text) ? strtok_r(text, "\n", &save) : NULL;
+         line != NULL && result == 0; line = strtok_r(NULL, "\n", &save)) {
         char o[16], e[16], pat[PATH_CAP];
         if (sscanf(line, "%15s %15s %4351s", o, e, pat) != 3 || o[0] == '#' || strcmp(o, op) != 0)
             continue;
@@ -160,8 +185,6 @@ static int file_fault(const char *op, int dirfd, const char *name, int fd)
         if (fnmatch(pat, path, 0) == 0)
             result = errno_of(e);
     }
-    if (f != NULL)
-        fclose(f);
     busy--;
     if (result != 0)
         record("failfile %s %s %s\n", op, name_of(result), path);

@@ -85,6 +85,21 @@ static void failover_excludes_lapsed_lease(void **s) {
   assert_string_equal(v.detail, "b1: lease lapsed");
 }
 
+/* Review 5, item 5: a copy its broker refused (a failed identity write) is
+ * out even when a trusted measurement says it is caught up. */
+static void failover_excludes_refused_copy(void **s) {
+  (void)s;
+  felix_failover_verdict v;
+  felix_copy_view c = good_copy();
+  c.measured = true;
+  c.confirmed = 12;
+  c.has_inventory = false; /* cp_inventory_find skips a refused entry */
+  assert_int_equal(decide(c, &v), 0);
+  c.refused = true;
+  assert_int_equal(decide(c, &v), -1);
+  assert_non_null(strstr(v.reason[0], "refused this copy"));
+}
+
 static void failover_excludes_changed_copy_id(void **s) {
   (void)s;
   felix_failover_verdict v;
@@ -321,6 +336,7 @@ int main(void) {
       cmocka_unit_test(first_leader_has_fewest_leaderships),
       cmocka_unit_test(failover_eligible_copy_is_chosen),
       cmocka_unit_test(failover_excludes_lapsed_lease),
+      cmocka_unit_test(failover_excludes_refused_copy),
       cmocka_unit_test(failover_excludes_changed_copy_id),
       cmocka_unit_test(failover_excludes_short_copy),
       cmocka_unit_test(failover_excludes_other_generation),

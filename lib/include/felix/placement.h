@@ -39,6 +39,7 @@ typedef struct felix_copy_view {
   bool alive;              /* its broker's lease is valid */
   bool draining;           /* its broker is draining: it takes no new role */
   bool passed_over;        /* its fence did not complete within a lease: passed over for a while */
+  bool refused;            /* its broker refused this copy until it is reopened (a storage error) */
   const char *slot_copy_id; /* the copy id the slot records; NULL/"" = none (forgotten) */
   bool stranger;           /* the slot's copy joined under a new identity, never measured */
   bool has_inventory;      /* the broker's inventory lists this shard */
