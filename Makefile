@@ -127,6 +127,7 @@ check: deps
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench
 	@BUILD=$(BUILD) bash bench/run-broker-bench.sh
+	@BUILD=$(BUILD) bash bench/run-scale-bench.sh
 
 $(BUILD)/bench/log_bench: bench/log_bench.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)

@@ -161,6 +161,8 @@ typedef struct broker {
   bool ready;
   uint64_t appends_total, append_errors;
   bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
+  bool inventory_due, report_due; /* changed in this loop iteration: sent by publish_check */
+  uv_check_t publish_check;
 } broker;
 
 /* broker/startup.c */
@@ -211,8 +213,11 @@ struct cJSON *peer_followers_json(const shard *s);
 /* broker/cp_client.c */
 int broker_cp_start(broker *b);
 void broker_cp_stop(broker *b);
+/* Both mark what changed; broker_publish_due sends it at the end of the loop
+ * iteration (the newest state, once). */
 void broker_publish_inventory(broker *b);
 void broker_publish_report(broker *b);
+void broker_publish_due(broker *b);
 void broker_on_cp_async(uv_async_t *h);
 
 /* broker/net.c */

@@ -149,10 +149,7 @@ static void on_metrics_timer(uv_timer_t *t) {
       broker_publish_report(b);
       break;
     }
-  if (b->inventory_stale && !b->stopping) {
-    b->inventory_stale = false;
-    broker_publish_inventory(b);
-  }
+  if (b->inventory_stale && !b->stopping) broker_publish_inventory(b);
   broker_update_metrics(b);
 }
 
@@ -186,6 +183,11 @@ static void on_signal(uv_signal_t *h, int signum) {
   broker_begin_drain(h->data, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
+static void on_publish_check(uv_check_t *h) {
+  broker *b = h->data;
+  if (!b->stopping) broker_publish_due(b);
+}
+
 static int run_loop(broker *b) {
   b->loop = uv_default_loop();
   uv_async_init(b->loop, &b->cp_async, broker_on_cp_async);
@@ -198,6 +200,9 @@ static int run_loop(broker *b) {
   uv_timer_init(b->loop, &b->report_timer);
   b->report_timer.data = b;
   uv_timer_start(&b->report_timer, on_metrics_timer, 0, 500);
+  uv_check_init(b->loop, &b->publish_check);
+  b->publish_check.data = b;
+  uv_check_start(&b->publish_check, on_publish_check);
   if (broker_cp_start(b) != 0) return FELIX_EXIT_FAILURE;
   uv_run(b->loop, UV_RUN_DEFAULT);
   broker_cp_stop(b);

@@ -32,6 +32,19 @@ cp_live *cp_live_get(cp_state *cp, const char *id, bool create) {
   return l;
 }
 
+/* Inventories are kept sorted by (stream uuid, shard), looked up by bsearch:
+ * every shard's evaluation looks up each of its slots, so a linear scan was
+ * O(shards²) per pass (review 5, item 1: perf). */
+static int inv_key_cmp(const char *uuid, int shard, const cp_inv_entry *e) {
+  int c = strcmp(uuid, e->stream_uuid);
+  return c ? c : (shard > e->shard) - (shard < e->shard);
+}
+
+static int inv_cmp(const void *a, const void *b) {
+  const cp_inv_entry *x = a;
+  return inv_key_cmp(x->stream_uuid, x->shard, b);
+}
+
 void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv) {
   free(l->inv);
   l->inv = NULL;
@@ -41,6 +54,7 @@ void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv) {
   if (!l->inv) return;
   memcpy(l->inv, inv, ninv * sizeof *inv);
   l->ninv = ninv;
+  qsort(l->inv, ninv, sizeof *l->inv, inv_cmp);
 }
 
 void cp_live_renew(cp_state *cp, cp_live *l) {
@@ -116,6 +130,8 @@ void cp_state_close(cp_state *cp) {
   cp->nlive = cp->caplive = 0;
   free(cp->watches);
   cp->watches = NULL;
+  free(cp->watch_order);
+  cp->watch_order = NULL;
   cp->nwatch = cp->capwatch = 0;
   cp_store_close(cp->store);
   cp->store = NULL;
@@ -150,9 +166,14 @@ uint64_t cp_broker_lease_age(cp_state *cp, const char *id) {
 
 static const cp_inv_entry *inventory_entry(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
   cp_live *l = cp_live_get(cp, broker, false);
-  if (!l) return NULL;
-  for (size_t i = 0; i < l->ninv; i++)
-    if (l->inv[i].shard == shard && !strcmp(l->inv[i].stream_uuid, stream_uuid)) return &l->inv[i];
+  size_t lo = 0, hi = l ? l->ninv : 0;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = inv_key_cmp(stream_uuid, shard, &l->inv[mid]);
+    if (c == 0) return &l->inv[mid];
+    if (c < 0) hi = mid;
+    else lo = mid + 1;
+  }
   return NULL;
 }
 
@@ -271,17 +292,47 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
   if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
 }
 
+static int mem_key_cmp(const char *uuid, int shard, const cp_shard_mem *w) {
+  int c = strcmp(uuid, w->stream_uuid);
+  return c ? c : (shard > w->shard) - (shard < w->shard);
+}
+
+/* Where (uuid, shard) is or would go in watch_order. */
+static size_t mem_position(const cp_state *cp, const char *uuid, int shard, bool *found) {
+  size_t lo = 0, hi = cp->nwatch;
+  *found = false;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = mem_key_cmp(uuid, shard, &cp->watches[cp->watch_order[mid]]);
+    if (c == 0) {
+      *found = true;
+      return mid;
+    }
+    if (c < 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Every shard's evaluation asks for its memory: a sorted index keeps that
+ * O(log shards) instead of a scan (review 5, item 1: perf). */
 cp_shard_mem *cp_shard_mem_get(cp_state *cp, const char *stream_uuid, int shard, bool create) {
-  for (size_t i = 0; i < cp->nwatch; i++)
-    if (cp->watches[i].shard == shard && !strcmp(cp->watches[i].stream_uuid, stream_uuid)) return &cp->watches[i];
+  bool found;
+  size_t at = mem_position(cp, stream_uuid, shard, &found);
+  if (found) return &cp->watches[cp->watch_order[at]];
   if (!create) return NULL;
   if (cp->nwatch == cp->capwatch) {
     size_t nc = cp->capwatch ? cp->capwatch * 2 : 16;
     cp_shard_mem *nw = realloc(cp->watches, nc * sizeof *nw);
     if (!nw) return NULL;
     cp->watches = nw;
+    size_t *no = realloc(cp->watch_order, nc * sizeof *no);
+    if (!no) return NULL;
+    cp->watch_order = no;
     cp->capwatch = nc;
   }
+  memmove(&cp->watch_order[at + 1], &cp->watch_order[at], (cp->nwatch - at) * sizeof *cp->watch_order);
+  cp->watch_order[at] = cp->nwatch;
   cp_shard_mem *w = &cp->watches[cp->nwatch++];
   memset(w, 0, sizeof *w);
   snprintf(w->stream_uuid, sizeof w->stream_uuid, "%s", stream_uuid);
@@ -293,7 +344,14 @@ void cp_shard_mem_forget(cp_state *cp, const char *stream_uuid) {
   size_t k = 0;
   for (size_t i = 0; i < cp->nwatch; i++)
     if (strcmp(cp->watches[i].stream_uuid, stream_uuid)) cp->watches[k++] = cp->watches[i];
-  cp->nwatch = k;
+  cp->nwatch = 0;
+  for (size_t i = 0; i < k; i++) { /* the index again, in key order */
+    bool found;
+    size_t at = mem_position(cp, cp->watches[i].stream_uuid, cp->watches[i].shard, &found);
+    memmove(&cp->watch_order[at + 1], &cp->watch_order[at], (cp->nwatch - at) * sizeof *cp->watch_order);
+    cp->watch_order[at] = i;
+    cp->nwatch++;
+  }
 }
 
 void cp_fence_watch_start(cp_state *cp, const cp_shard_row *sh) {
@@ -323,6 +381,16 @@ bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh) {
 bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker) {
   const cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
   return w && !strcmp(w->passed_over, broker) && cp->clock.now_ms < w->passed_until_ms;
+}
+
+void cp_evaluate_named(cp_state *cp, const char *stream, int shard) {
+  cp_stream_row st;
+  cp_shard_row sh;
+  bool found = false;
+  felix_err err;
+  if (cp_store_stream_by_name(cp->store, stream, &st, &found, &err) == FELIX_OK && found &&
+      cp_store_shard_get(cp->store, st.uuid, shard, &sh, &found, &err) == FELIX_OK && found)
+    cp_evaluate_shard(cp, &sh);
 }
 
 void cp_reevaluate_all(cp_state *cp) {

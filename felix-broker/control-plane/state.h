@@ -105,6 +105,7 @@ typedef struct cp_state {
   size_t nlive, caplive;
   cp_shard_mem *watches;
   size_t nwatch, capwatch;
+  size_t *watch_order; /* indexes into watches, sorted by (stream uuid, shard): cp_shard_mem_get bsearches */
 } cp_state;
 
 /* The HTTP status and error sentence of an operation that did not succeed. */
@@ -213,5 +214,7 @@ void cp_stream_delete(cp_state *cp, const char *name, cp_stream_row *deleted, cp
 
 /* Re-evaluates every shard: generation 1 after inventories, failovers. */
 void cp_reevaluate_all(cp_state *cp);
+/* Evaluates one shard of a live stream, named as a report names it. */
+void cp_evaluate_named(cp_state *cp, const char *stream, int shard);
 
 #endif

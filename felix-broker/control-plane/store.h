@@ -124,6 +124,8 @@ felix_status cp_store_shard_get(cp_store *s, const char *stream_uuid, int shard,
                                 felix_err *err);
 /* Shards of live streams, sorted by stream name then shard; stream_uuid NULL
  * for all. free(*out). */
+/* How many live shards pin broker as the leader of their current generation. */
+felix_status cp_store_leaderships(cp_store *s, const char *broker, int *count, felix_err *err);
 felix_status cp_store_shards_list(cp_store *s, const char *stream_uuid, cp_shard_row **out, size_t *n,
                                   felix_err *err);
 felix_status cp_store_pin_insert(cp_store *s, const cp_shard_row *r, int64_t at, felix_err *err);

@@ -5,13 +5,27 @@
 #include "store.h"
 
 #include <sqlite3.h>
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#define CP_STMT_CACHE 32
+
+/* Prepared statements are kept, keyed by their SQL text's address (every
+ * call site passes a string literal): preparing a statement cost more than
+ * running it, and the control plane runs the same few thousands of times a
+ * second at scale (review 5, item 1). */
+typedef struct cached_stmt {
+  const char *sql;
+  sqlite3_stmt *st;
+} cached_stmt;
+
 struct cp_store {
   sqlite3 *db;
   int version;
+  cached_stmt cache[CP_STMT_CACHE];
+  int ncache;
 };
 
 /* Version 1: everything of DESIGN.md §4.1 that must survive a restart.
@@ -126,6 +140,7 @@ felix_status cp_store_open(const char *path, cp_store **out, felix_err *err) {
 
 void cp_store_close(cp_store *s) {
   if (!s) return;
+  for (int i = 0; i < s->ncache; i++) sqlite3_finalize(s->cache[i].st);
   sqlite3_close(s->db);
   free(s);
 }
@@ -151,14 +166,34 @@ void cp_store_rollback(cp_store *s) {
 /* ---- small statement helpers ---- */
 
 static felix_status prep(cp_store *s, const char *sql, sqlite3_stmt **st, felix_err *err) {
-  if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) == SQLITE_OK) return FELIX_OK;
-  return db_fail(s, err, "prepare");
+  for (int i = 0; i < s->ncache; i++)
+    if (s->cache[i].sql == sql) {
+      *st = s->cache[i].st;
+      assert(!sqlite3_stmt_busy(*st)); /* released before it is taken again: never used twice at once */
+      return FELIX_OK;
+    }
+  if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) != SQLITE_OK)
+    return db_fail(s, err, "prepare");
+  if (s->ncache < CP_STMT_CACHE) s->cache[s->ncache++] = (cached_stmt){sql, *st};
+  return FELIX_OK;
+}
+
+/* Gives back a statement prep returned: reset for its next use when it is
+ * kept, finalized otherwise. */
+static void release(cp_store *s, sqlite3_stmt *st) {
+  for (int i = 0; i < s->ncache; i++)
+    if (s->cache[i].st == st) {
+      sqlite3_reset(st);
+      sqlite3_clear_bindings(st);
+      return;
+    }
+  release(s, st);
 }
 
 static felix_status finish(cp_store *s, sqlite3_stmt *st, felix_err *err) {
   int rc = sqlite3_step(st);
   felix_status r = rc == SQLITE_DONE || rc == SQLITE_ROW ? FELIX_OK : db_fail(s, err, "write");
-  sqlite3_finalize(st);
+  release(s, st);
   return r;
 }
 
@@ -191,7 +226,7 @@ felix_status cp_store_setting_get(cp_store *s, const char *key, int64_t *value, 
   bind_text(st, 1, key);
   int rc = sqlite3_step(st);
   if (rc == SQLITE_ROW) *found = true, *value = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "read setting");
 }
 
@@ -237,7 +272,7 @@ felix_status cp_store_broker_get(cp_store *s, const char *id, cp_broker_row *out
     broker_from(st, out);
     *found = true;
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "read broker");
 }
 
@@ -271,7 +306,7 @@ felix_status cp_store_brokers_list(cp_store *s, cp_broker_row **out, size_t *n, 
     if (!grow((void **)out, &cap, *n, sizeof **out)) break;
     broker_from(st, &(*out)[(*n)++]);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "list brokers");
 }
 
@@ -312,7 +347,7 @@ felix_status cp_store_stream_by_name(cp_store *s, const char *name, cp_stream_ro
     stream_from(st, out);
     *found = true;
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_ROW || rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "read stream");
 }
 
@@ -328,7 +363,7 @@ felix_status cp_store_streams_list(cp_store *s, cp_stream_row **out, size_t *n, 
     if (!grow((void **)out, &cap, *n, sizeof **out)) break;
     stream_from(st, &(*out)[(*n)++]);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "list streams");
 }
 
@@ -359,7 +394,7 @@ felix_status cp_store_deleted_uuids(cp_store *s, char (**out)[40], size_t *n, fe
     if (!grow((void **)out, &cap, *n, sizeof **out)) break;
     col_text(st, 0, (*out)[(*n)++], 40);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "list deleted streams");
 }
 
@@ -389,6 +424,16 @@ static void shard_from(sqlite3_stmt *st, cp_shard_row *r) {
   r->abandon_generation = sqlite3_column_int64(st, 15);
 }
 
+/* Columns c.. c+5 of st: broker, copy_id, storage_id, stranger, confirmed, floor. */
+static void slot_from(sqlite3_stmt *st, int c, cp_slot_row *x) {
+  col_text(st, c, x->broker, sizeof x->broker);
+  col_text(st, c + 1, x->copy_id, sizeof x->copy_id);
+  col_text(st, c + 2, x->storage_id, sizeof x->storage_id);
+  x->stranger = sqlite3_column_int(st, c + 3) != 0;
+  x->confirmed = sqlite3_column_int64(st, c + 4);
+  x->floor = sqlite3_column_int64(st, c + 5);
+}
+
 static felix_status slots_load(cp_store *s, cp_shard_row *r, felix_err *err) {
   sqlite3_stmt *st;
   if (prep(s, "SELECT broker, copy_id, storage_id, stranger, confirmed, floor FROM slots"
@@ -398,16 +443,40 @@ static felix_status slots_load(cp_store *s, cp_shard_row *r, felix_err *err) {
   sqlite3_bind_int(st, 2, r->shard);
   r->nslots = 0;
   int rc;
-  while ((rc = sqlite3_step(st)) == SQLITE_ROW && r->nslots < FELIX_MAX_REPLICAS) {
-    cp_slot_row *x = &r->slots[r->nslots++];
-    col_text(st, 0, x->broker, sizeof x->broker);
-    col_text(st, 1, x->copy_id, sizeof x->copy_id);
-    col_text(st, 2, x->storage_id, sizeof x->storage_id);
-    x->stranger = sqlite3_column_int(st, 3) != 0;
-    x->confirmed = sqlite3_column_int64(st, 4);
-    x->floor = sqlite3_column_int64(st, 5);
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW && r->nslots < FELIX_MAX_REPLICAS)
+    slot_from(st, 0, &r->slots[r->nslots++]);
+  release(s, st);
+  return rc == SQLITE_DONE || rc == SQLITE_ROW ? FELIX_OK : db_fail(s, err, "read slots");
+}
+
+/* The slots of every listed shard in one query, in the list's order (stream
+ * name, shard, slot): one statement instead of one per shard, which was most
+ * of the control plane's time at 1,024 shards (review 5, item 1: perf). */
+static felix_status slots_load_all(cp_store *s, const char *stream_uuid, cp_shard_row *rows, size_t n,
+                                   felix_err *err) {
+  sqlite3_stmt *st;
+  if (prep(s, "SELECT l.stream_uuid, l.shard, l.broker, l.copy_id, l.storage_id, l.stranger, l.confirmed, l.floor"
+              " FROM slots l JOIN streams s ON s.uuid = l.stream_uuid"
+              " WHERE s.deleted_at IS NULL AND (?1 IS NULL OR l.stream_uuid = ?1) ORDER BY s.name, l.shard, l.slot",
+           &st, err))
+    return err->status;
+  if (stream_uuid) bind_text(st, 1, stream_uuid);
+  for (size_t i = 0; i < n; i++) rows[i].nslots = 0;
+  size_t k = 0;
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    char uuid[40];
+    col_text(st, 0, uuid, sizeof uuid);
+    int shard = sqlite3_column_int(st, 1);
+    size_t at = k;
+    while (at < n && (strcmp(rows[at].stream_uuid, uuid) || rows[at].shard != shard)) at++;
+    if (at == n) continue; /* a slot of a shard the list does not hold: skipped, the merge goes on */
+    k = at;
+    cp_shard_row *r = &rows[k];
+    if (r->nslots == FELIX_MAX_REPLICAS) continue;
+    slot_from(st, 2, &r->slots[r->nslots++]);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_DONE || rc == SQLITE_ROW ? FELIX_OK : db_fail(s, err, "read slots");
 }
 
@@ -468,9 +537,22 @@ felix_status cp_store_shard_get(cp_store *s, const char *stream_uuid, int shard,
     shard_from(st, out);
     *found = true;
   }
-  sqlite3_finalize(st);
+  release(s, st);
   if (rc != SQLITE_ROW && rc != SQLITE_DONE) return db_fail(s, err, "read shard");
   return *found ? slots_load(s, out, err) : FELIX_OK;
+}
+
+felix_status cp_store_leaderships(cp_store *s, const char *broker, int *count, felix_err *err) {
+  sqlite3_stmt *st;
+  *count = 0;
+  if (prep(s, "SELECT COUNT(*) FROM shards h JOIN streams s ON s.uuid = h.stream_uuid"
+              " WHERE s.deleted_at IS NULL AND h.generation > 0 AND h.leader = ?", &st, err))
+    return err->status;
+  bind_text(st, 1, broker);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) *count = sqlite3_column_int(st, 0);
+  release(s, st);
+  return rc == SQLITE_ROW ? FELIX_OK : db_fail(s, err, "count leaderships");
 }
 
 felix_status cp_store_shards_list(cp_store *s, const char *stream_uuid, cp_shard_row **out, size_t *n,
@@ -489,11 +571,9 @@ felix_status cp_store_shards_list(cp_store *s, const char *stream_uuid, cp_shard
     if (!grow((void **)out, &cap, *n, sizeof **out)) break;
     shard_from(st, &(*out)[(*n)++]);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   if (rc != SQLITE_DONE) return db_fail(s, err, "list shards");
-  for (size_t i = 0; i < *n; i++)
-    if (slots_load(s, &(*out)[i], err)) return err->status;
-  return FELIX_OK;
+  return slots_load_all(s, stream_uuid, *out, *n, err);
 }
 
 felix_status cp_store_pin_insert(cp_store *s, const cp_shard_row *r, int64_t at, felix_err *err) {
@@ -575,6 +655,6 @@ static felix_status read_events(cp_store *s, sqlite3_stmt *st, cp_event **out, s
     col_text(st, 7, e->broker, sizeof e->broker);
     col_text(st, 8, e->message, sizeof e->message);
   }
-  sqlite3_finalize(st);
+  release(s, st);
   return rc == SQLITE_DONE ? FELIX_OK : db_fail(s, err, "list events");
 }

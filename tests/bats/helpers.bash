@@ -92,11 +92,13 @@ snapshot() {
 # wait_until SECONDS COMMAND... — polls COMMAND until it succeeds; fails the
 # test after SECONDS.
 wait_until() {
-  local limit=$1 i=0
+  local limit=$1 deadline=$((SECONDS + $1 + 1)) # SECONDS counts whole seconds: one more, never less than asked
   shift
   while ! "$@"; do
-    i=$((i + 1))
-    [ "$i" -le $((limit * 20)) ] || fail "timed out after ${limit}s waiting for: $*"
+    # Wall clock, not a count of polls: a command that is itself slow (a
+    # saturated control plane answering in seconds) once stretched a 180 s
+    # wait to more than 15 minutes.
+    [ "$SECONDS" -lt "$deadline" ] || fail "timed out after ${limit}s waiting for: $*"
     sleep 0.05
   done
 }
