@@ -102,8 +102,8 @@ static void publish_report_now(broker *b) {
 void broker_publish_inventory(broker *b) { b->inventory_due = true; }
 void broker_publish_report(broker *b) { b->report_due = true; }
 
-/* Once per loop iteration (a uv_check handle, after every callback of the
- * iteration): what changed in it goes out in one inventory and one report.
+/* Once per loop iteration (a uv_prepare handle, before libuv polls): what
+ * changed since goes out in one inventory and one report.
  * Built once per change, as before, they were O(shards) each and most of a
  * broker's time at 256 shards (review 5, item 1: perf). */
 void broker_publish_due(broker *b) {

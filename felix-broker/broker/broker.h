@@ -161,8 +161,8 @@ typedef struct broker {
   bool ready;
   uint64_t appends_total, append_errors;
   bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
-  bool inventory_due, report_due; /* changed in this loop iteration: sent by publish_check */
-  uv_check_t publish_check;
+  bool inventory_due, report_due; /* changed in this loop iteration: sent by publish_prepare */
+  uv_prepare_t publish_prepare;
 } broker;
 
 /* broker/startup.c */

@@ -303,7 +303,11 @@ int broker_cp_start(broker *b) {
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&b->mb.cv, &ca);
   pthread_condattr_destroy(&ca);
+  /* Now, not at the loop's next turn: the registration carries it, and only
+   * a registration's inventory is checked against the floors (§4.5; found
+   * by the review of the deferred publish). */
   broker_publish_inventory(b);
+  broker_publish_due(b);
   return pthread_create(&b->cp_thread, NULL, cp_thread_main, b);
 }
 

@@ -139,6 +139,7 @@ void broker_drain_announce(broker *b) {
    * under acks=leader is held by a majority first, so the next leader has it
    * (found by the adversarial review: a drain could lose such records). */
   b->drain.announced = true;
+  broker_publish_due(b); /* the report of what was committed goes before the request to hand off */
   pthread_mutex_lock(&b->mb.mu);
   b->mb.draining = true;
   b->mb.inventory_dirty = true; /* wakes the control-plane thread: a heartbeat now */

@@ -183,7 +183,10 @@ static void on_signal(uv_signal_t *h, int signum) {
   broker_begin_drain(h->data, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-static void on_publish_check(uv_check_t *h) {
+/* A prepare handle runs once per loop iteration just before libuv polls:
+ * after the timers of this iteration and the I/O callbacks of the last, so
+ * nothing marked waits through a poll's sleep. */
+static void on_publish_prepare(uv_prepare_t *h) {
   broker *b = h->data;
   if (!b->stopping) broker_publish_due(b);
 }
@@ -200,9 +203,9 @@ static int run_loop(broker *b) {
   uv_timer_init(b->loop, &b->report_timer);
   b->report_timer.data = b;
   uv_timer_start(&b->report_timer, on_metrics_timer, 0, 500);
-  uv_check_init(b->loop, &b->publish_check);
-  b->publish_check.data = b;
-  uv_check_start(&b->publish_check, on_publish_check);
+  uv_prepare_init(b->loop, &b->publish_prepare);
+  b->publish_prepare.data = b;
+  uv_prepare_start(&b->publish_prepare, on_publish_prepare);
   if (broker_cp_start(b) != 0) return FELIX_EXIT_FAILURE;
   uv_run(b->loop, UV_RUN_DEFAULT);
   broker_cp_stop(b);

@@ -179,3 +179,29 @@ publish_count() {
   run -0 "$CTL" -o json consume z --shard 0
   [ "$(echo "$output" | grep -c '"offset"')" -eq 50 ]
 }
+
+@test "a copy restored by hand below its floor is a stranger from its registration on: the registration carries the inventory" {
+  rcluster_up
+  produce_acked 1 5
+  L=$(leader_of)
+  read -r F _ <<<"$(others_than "$L" | tr '\n' ' ')"
+  wait_until 30 caught_up "$F"
+  stop_process "$F" TERM # a clean stop: the next start keeps the ids
+  snap="$BATS_TEST_TMPDIR/snapshot"
+  cp -a "$C/$F/shards" "$snap"
+  rbroker_start "${F#b}"
+  produce_acked 6 20
+  wait_until 30 hwm_at_least 21
+  wait_until 30 caught_up "$F" # measured at 21: its floor rises there
+  stop_process "$F" TERM
+  rm -rf "${C:?}/$F/shards"
+  cp -a "$snap" "$C/$F/shards" # the copy of five records, same copy id and storage id
+  lines=$(($(wc -l <"$C/cp.log") + 1))
+  rbroker_start "${F#b}"
+  # Only the inventory sent with a registration is checked against the floor
+  # (§4.5): a registration without it lets the short copy be counted.
+  wait_until 30 log_since "$lines" "$C/cp.log" "on $F holds [0-9]* below its floor [0-9]* under unchanged ids"
+  wait_until 30 is_stranger "$F"
+  produce_acked 21 30
+  acked_readable
+}
