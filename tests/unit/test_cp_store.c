@@ -110,9 +110,69 @@ static void newer_schema_is_refused(void **s) {
   tu_rmdir(dir);
 }
 
+/* One query loads every listed shard's slots, merged in the list's order
+ * (stream name, shard): names sorting the other way round from their uuids,
+ * and a listing of one stream, keep each shard's own slots (review 5,
+ * item 1). */
+static void shard_list_keeps_each_shards_slots(void **s) {
+  (void)s;
+  cp_log_quiet(true);
+  char *dir = tu_mkdtemp(), *db = tu_path(dir, "cp.db");
+  cp_store *st;
+  felix_err err;
+  assert_int_equal(cp_store_open(db, &st, &err), FELIX_OK);
+  const char *uuids[2] = {"00000000-0000-0000-0000-00000000000a", "ffffffff-0000-0000-0000-00000000000b"};
+  const char *names[2] = {"zeta", "alpha"}; /* uuid order a < b, name order alpha < zeta */
+  assert_int_equal(cp_store_begin(st, &err), FELIX_OK);
+  for (int k = 0; k < 2; k++) {
+    cp_stream_row r = {.shards = 2, .replicas = 3, .acks = "quorum", .created_at = 1};
+    snprintf(r.uuid, sizeof r.uuid, "%s", uuids[k]);
+    snprintf(r.name, sizeof r.name, "%s", names[k]);
+    assert_int_equal(cp_store_stream_insert(st, &r, &err), FELIX_OK);
+    for (int i = 0; i < 2; i++) {
+      cp_shard_row sh = {.shard = i, .nslots = 3};
+      snprintf(sh.stream_uuid, sizeof sh.stream_uuid, "%s", uuids[k]);
+      snprintf(sh.state, sizeof sh.state, "Fencing");
+      for (int j = 0; j < 3; j++) {
+        snprintf(sh.slots[j].broker, sizeof sh.slots[j].broker, "%s-%d-b%d", names[k], i, j);
+        sh.slots[j].floor = k * 100 + i * 10 + j;
+      }
+      assert_int_equal(cp_store_shard_put(st, &sh, &err), FELIX_OK);
+    }
+  }
+  assert_int_equal(cp_store_commit(st, &err), FELIX_OK);
+  for (int pass = 0; pass < 2; pass++) { /* the second pass runs the kept statements again */
+    cp_shard_row *rows;
+    size_t n;
+    assert_int_equal(cp_store_shards_list(st, NULL, &rows, &n, &err), FELIX_OK);
+    assert_int_equal(n, 4);
+    for (size_t r = 0; r < n; r++) {
+      int k = !strcmp(rows[r].stream_uuid, uuids[0]) ? 0 : 1;
+      assert_string_equal(rows[r].stream, names[k]);
+      assert_int_equal(rows[r].nslots, 3);
+      for (int j = 0; j < 3; j++) {
+        char want[64];
+        snprintf(want, sizeof want, "%s-%d-b%d", names[k], rows[r].shard, j);
+        assert_string_equal(rows[r].slots[j].broker, want);
+        assert_int_equal(rows[r].slots[j].floor, k * 100 + rows[r].shard * 10 + j);
+      }
+    }
+    assert_string_equal(rows[0].stream, "alpha"); /* sorted by name */
+    free(rows);
+    assert_int_equal(cp_store_shards_list(st, uuids[0], &rows, &n, &err), FELIX_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(rows[1].slots[2].broker, "zeta-1-b2");
+    free(rows);
+  }
+  cp_store_close(st);
+  free(db);
+  tu_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(incarnation_grows_across_restarts),
+      cmocka_unit_test(shard_list_keeps_each_shards_slots),
       cmocka_unit_test(schema_and_state_persist),
       cmocka_unit_test(newer_schema_is_refused),
   };
