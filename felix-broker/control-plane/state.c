@@ -35,14 +35,15 @@ cp_live *cp_live_get(cp_state *cp, const char *id, bool create) {
 /* Inventories are kept sorted by (stream uuid, shard), looked up by bsearch:
  * every shard's evaluation looks up each of its slots, so a linear scan was
  * O(shards²) per pass (review 5, item 1: perf). */
-static int inv_key_cmp(const char *uuid, int shard, const cp_inv_entry *e) {
-  int c = strcmp(uuid, e->stream_uuid);
-  return c ? c : (shard > e->shard) - (shard < e->shard);
+/* The order of inventories and of the shard-memory index: (uuid, shard). */
+static int shard_key_cmp(const char *uuid, int shard, const char *other_uuid, int other_shard) {
+  int c = strcmp(uuid, other_uuid);
+  return c ? c : (shard > other_shard) - (shard < other_shard);
 }
 
 static int inv_cmp(const void *a, const void *b) {
-  const cp_inv_entry *x = a;
-  return inv_key_cmp(x->stream_uuid, x->shard, b);
+  const cp_inv_entry *x = a, *y = b;
+  return shard_key_cmp(x->stream_uuid, x->shard, y->stream_uuid, y->shard);
 }
 
 void cp_live_set_inventory(cp_live *l, const cp_inv_entry *inv, size_t ninv) {
@@ -166,15 +167,11 @@ uint64_t cp_broker_lease_age(cp_state *cp, const char *id) {
 
 static const cp_inv_entry *inventory_entry(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
   cp_live *l = cp_live_get(cp, broker, false);
-  size_t lo = 0, hi = l ? l->ninv : 0;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int c = inv_key_cmp(stream_uuid, shard, &l->inv[mid]);
-    if (c == 0) return &l->inv[mid];
-    if (c < 0) hi = mid;
-    else lo = mid + 1;
-  }
-  return NULL;
+  if (!l || l->ninv == 0) return NULL;
+  cp_inv_entry key;
+  snprintf(key.stream_uuid, sizeof key.stream_uuid, "%s", stream_uuid);
+  key.shard = shard;
+  return bsearch(&key, l->inv, l->ninv, sizeof *l->inv, inv_cmp);
 }
 
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
@@ -292,18 +289,14 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
   if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
 }
 
-static int mem_key_cmp(const char *uuid, int shard, const cp_shard_mem *w) {
-  int c = strcmp(uuid, w->stream_uuid);
-  return c ? c : (shard > w->shard) - (shard < w->shard);
-}
-
 /* Where (uuid, shard) is or would go in watch_order. */
 static size_t mem_position(const cp_state *cp, const char *uuid, int shard, bool *found) {
   size_t lo = 0, hi = cp->nwatch;
   *found = false;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int c = mem_key_cmp(uuid, shard, &cp->watches[cp->watch_order[mid]]);
+    const cp_shard_mem *w = &cp->watches[cp->watch_order[mid]];
+    int c = shard_key_cmp(uuid, shard, w->stream_uuid, w->shard);
     if (c == 0) {
       *found = true;
       return mid;
