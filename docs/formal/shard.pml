@@ -23,6 +23,7 @@
  *   WAIT_ANY_COPY  BALLOT_WHILE_WAITING  REPORT_WHILE_WAITING  PROMISE_ANY_INSTANCE (Finding 6)
  *   TOKEN_AFTER_ERROR (review 5, item 4: the boot token goes some time after a failed sync)
  *   STALE_FENCE_MEMBERS (review 5, item 7: a fence counts against a newer assignment's members)
+ *   NO_KEEP_GUARD (review 5, item 7: the copy an abandon keeps accepts a cut below what it keeps)
  *   STALE_FOLLOWER_HWM (review 5, item 3: the HWM a follower learned survives truncation,
  *     a new leader keeps it, a report beyond the log is accepted, acks follow the HWM)
  * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
@@ -179,6 +180,9 @@ typedef Br {
   bit pend;             /* a failed sync not yet acted on (the twin: token and exit come later) */
 #endif
   byte fmh;             /* fence: the maximum HWM its assignment carried (review 5, item 7) */
+#if MAX_ABANDON > 0
+  byte keep;            /* this process leads the copy an abandon kept: what it keeps (in memory) */
+#endif
 #ifdef FAILED_WRITE_KEEPS_MEMORY
   bit wf;               /* the twin: a ballot write failed; the file keeps db* until the process restarts */
   byte dbgen; byte dbl; byte dblcid; byte dblinc;
@@ -404,7 +408,7 @@ inline stop_process(b) {
   br[b].pend = 0;
 #endif
 #if MAX_ABANDON > 0
-  br[b].hwm = 0;
+  br[b].hwm = 0; br[b].keep = 0;
 #endif
 #if MAX_ROLL > 0
   br[b].srv = 0;
@@ -445,12 +449,33 @@ inline Handshake(l, f) {
     skip }
 }
 
+/* Review 5, item 7: the copy an abandon kept refuses a cut below what it keeps
+   while the maximum HWM still covers it (a later abandon that lowers the maximum
+   HWM is a loss the operator accepted again).  With the other rules no cut below
+   it is ever asked: the guard is the second line behind the fence's own members. */
+#if MAX_ABANDON > 0 && !defined(NO_KEEP_GUARD)
+#define KEEP_REFUSES_CUT(b, n) ((n) < br[b].keep && (n) < maxhwm)
+#else
+#define KEEP_REFUSES_CUT(b, n) 0
+#endif
+/* KEEP_CUT_ASSERT: instead of refusing, report that the cut was asked at all. */
+#ifdef KEEP_CUT_ASSERT
+#define KEPT_CUT_ASKED(b) printf("VIOLATION KeptCopyCut: the copy broker %d kept for an abandon is asked to cut below it\n", b); assert(false)
+#else
+#define KEPT_CUT_ASKED(b) skip
+#endif
+
 /* ship the next record (truncating a divergent suffix first), and confirm */
 inline Ship(l, f) {
   d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) && !PEND(f) &&
            br[f].bgen == br[l].lg && NAMES(f, l) ->
     ca = br[f].ln; cb = br[l].ln; common(f, l);
     vs = vt;
+    if
+    :: vs < br[f].ln && KEEP_REFUSES_CUT(f, vs) ->
+       printf("Ship(%d->%d): refused, a cut to %d is below what the abandon kept (%d)\n", l, f, vs, br[f].keep);
+       KEPT_CUT_ASKED(f)
+    :: else ->
     if
     :: vs < br[l].ln || vs < br[f].ln ->
        truncate_to(f, vs);
@@ -470,7 +495,8 @@ inline Ship(l, f) {
 #endif
 #endif
     if :: HELD(f) > br[l].cur[f] -> br[l].cur[f] = HELD(f) :: else fi;
-    printf("Ship(%d->%d): follower log end %d, confirmed %d\n", l, f, br[f].ln, br[l].cur[f]);
+    printf("Ship(%d->%d): follower log end %d, confirmed %d\n", l, f, br[f].ln, br[l].cur[f])
+    fi;
     skip }
 }
 
@@ -1073,6 +1099,9 @@ inline FenceStart(l) {
        br[l].bgen = cgen; br[l].bl = l; br[l].blcid = br[l].cid; br[l].blinc = br[l].inc;
        idle_serve(l); idle_fence(l);
        br[l].ph = 1; br[l].lg = cgen; br[l].prom = BIT(l); br[l].rcl = rclg; br[l].fmh = maxhwm;
+#if MAX_ABANDON > 0
+       if :: abg && abgen == cgen -> br[l].keep = maxhwm :: else fi;   /* assign.c: the abandon's "keeps" */
+#endif
        for (vk : 0 .. N-1) { br[l].fcid[vk] = asgcid[vk]; br[l].ffl[vk] = asgfl[vk] }
        br[l].cnt = (COUNTS(l, l) -> BIT(l) : 0); br[l].acid[l] = br[l].cid;
        br[l].agen[l] = RGEN(l); br[l].alen[l] = HELD(l);
@@ -1171,9 +1200,17 @@ inline FenceEnd(l) {
       fi
     }
     if :: vs == NONE -> vs = l :: else fi;
+    /* vg: adopting vs would cut l's log below what an abandon kept there */
+    vg = 0;
+    if :: vs != l && br[l].ln > 0 -> ca = br[l].ln; cb = HELD(vs); common(l, vs);
+          vg = (vt < br[l].ln && KEEP_REFUSES_CUT(l, vt) -> 1 : 0)
+    :: else fi;
     if
     :: abg && br[l].lg == cgen && vs != l -> skip              /* abandon: a copy that promised outranks the chosen one */
     :: vs != l && (!UP(vs) || br[vs].cut) -> skip            /* wait for the source */
+    :: vs != l && vg ->
+       printf("FenceEnd(%d): refuses to adopt copy %d below what the abandon kept (%d)\n", l, vs, br[l].keep);
+       KEPT_CUT_ASKED(l)
     :: br[vs].cid != br[l].acid[vs] ->
        printf("FenceEnd(%d): source %d changed copy id, fence starts over\n", l, vs);
        go_idle(l)

@@ -3,6 +3,7 @@
  * assignments, leader metadata and deletions it brings back. */
 #include <assert.h>
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,6 +207,19 @@ static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *
   peer_check_acks(b, s); /* leader acknowledgements that waited for it */
 }
 
+/* Review 5, item 7: the leader-elect of an abandon's generation is the copy
+ * it keeps, and the maximum HWM it carries is what the abandon said it keeps. */
+static void note_abandon_keeps(broker *b, shard *s, const cJSON *leader, uint64_t generation) {
+  if (!s->abandon_fence || s->ballot.generation != generation || strcmp(str_of(leader, "broker"), b->cfg.id) ||
+      strcmp(str_of(leader, "copy_id"), s->ballot.copy_id) || s->cp_max_hwm <= s->abandon_keeps)
+    return;
+  s->abandon_keeps = s->cp_max_hwm;
+  char kept[32];
+  snprintf(kept, sizeof kept, "%" PRId64, s->abandon_keeps);
+  felix_log_event("info", "placement abandon keeps this copy: no cut below what it keeps", "shard", s->dir_name,
+                  "kept", kept, NULL);
+}
+
 static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t lease_ms) {
   const char *stream = str_of(a, "stream"), *uuid = str_of(a, "stream_uuid");
   uint32_t index = (uint32_t)num_of(a, "shard");
@@ -230,6 +244,7 @@ static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t leas
   if (!cJSON_IsObject(leader)) return;
   shard_apply_assignment(b, s, generation, str_of(leader, "broker"), str_of(leader, "copy_id"),
                          str_of(leader, "incarnation"), str_of(leader, "address"));
+  note_abandon_keeps(b, s, leader, generation);
   renew_shard_lease(b, s, a, leader, sent_ms, lease_ms);
 }
 

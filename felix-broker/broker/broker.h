@@ -83,6 +83,7 @@ typedef struct shard {
   uint64_t log_epoch;        /* bumped by every change to the log other than the leader's appends */
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
+  int64_t abandon_keeps;     /* this process led the copy an abandon kept: no cut below it (review 5, item 7) */
   char fence_cp_instance[64]; /* the control-plane instance whose assignment this fence carries (§4.8) */
   uint64_t lease_until_ms;    /* §4.2 per-shard lease (CLOCK_BOOTTIME) for leader acks; 0: none */
   felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */
@@ -133,10 +134,12 @@ typedef struct broker {
   atomic_bool storage_failed;
   atomic_bool token_created; /* this run's boot token exists (write_running) */
   char rotate_reason[256];
+  char previous_sid[33]; /* the storage id this start rotated away from ("" if none): said at registration */
   shard *shards;
   leader_entry *leaders;
   size_t nleaders;
   uv_tcp_t server;
+  int listen_fd; /* the data port, bound at start and listened on once registered; -1 once libuv owns it */
   uv_async_t cp_async;
   uv_signal_t sigterm, sigint;
   uv_timer_t report_timer;
@@ -182,6 +185,9 @@ felix_status shard_close(shard *s);
 /* Refuses this copy alone (its directory was deleted): stops leading it,
  * drops it from the inventory; the rest of the broker goes on (§3.2). */
 void shard_refuse(broker *b, shard *s, const char *why);
+/* A cut to `to` would drop records the abandon that kept this copy kept
+ * (said in the log): refuse it. */
+bool shard_cut_below_kept(const shard *s, uint64_t to);
 /* Removes leftovers of a crash: .new-* (half-made copies) and .deleting-* directories. */
 int broker_remove_leftovers(broker *b); /* -1 when an interrupted restore cannot be settled */
 void shard_delete(broker *b, shard *s);
@@ -221,7 +227,8 @@ void broker_publish_due(broker *b);
 void broker_on_cp_async(uv_async_t *h);
 
 /* broker/net.c */
-int broker_net_listen(broker *b);
+int broker_net_reserve(broker *b); /* binds --listen at start */
+int broker_net_listen(broker *b);  /* listens on it once registered */
 void broker_net_close(broker *b);
 void conn_reply(conn *c, felix_buf *frame); /* takes the frame; resumes the connection */
 /* What a peer connection's accepted HELLO bound it to (follower side). */

@@ -74,6 +74,8 @@ static char *register_body(broker *b, const char *inventory) {
   cJSON_AddStringToObject(j, "address", b->cfg.listen);
   cJSON_AddStringToObject(j, "http_address", b->cfg.http);
   cJSON_AddBoolToObject(j, "rotated", b->rotated);
+  /* This directory's own earlier id: the old process was the lock holder. */
+  if (b->previous_sid[0]) cJSON_AddStringToObject(j, "previous_storage_id", b->previous_sid);
   cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
   char *s = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);

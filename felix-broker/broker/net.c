@@ -4,9 +4,13 @@
  * buffered until the reply is written, so replies keep request order. A
  * connection is freed only when it is closed and no reply is still owed
  * (refs), because on_commit replies complete later on the thread pool. */
+#include <assert.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "felix/logfmt.h"
@@ -162,15 +166,36 @@ int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
   return uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
 }
 
-int broker_net_listen(broker *b) {
+/* Review 5, item 8: the data port is bound at start, before the data
+ * directory is touched, so a port another process holds fails the start
+ * with run-state and the boot token as they were. It listens only once
+ * registered (broker_net_listen): until then a connection is refused, not
+ * left waiting in a backlog. libuv reports a taken port only at uv_listen,
+ * so the bind is a plain socket that libuv adopts later. */
+int broker_net_reserve(broker *b) {
   struct sockaddr_storage ss;
   if (broker_parse_addr(b->cfg.listen, &ss) != 0) {
     felix_log_event("error", "--listen is not an IP address and port", "listen", b->cfg.listen, NULL);
     return -1;
   }
+  int one = 1, fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  socklen_t len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, (struct sockaddr *)&ss, len) != 0) {
+    felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", strerror(errno), NULL);
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  b->listen_fd = fd;
+  return 0;
+}
+
+int broker_net_listen(broker *b) {
+  assert(b->listen_fd >= 0); /* bound at start (broker_net_reserve) */
   uv_tcp_init(b->loop, &b->server);
   b->server.data = b;
-  int rc = uv_tcp_bind(&b->server, (struct sockaddr *)&ss, 0);
+  int rc = uv_tcp_open(&b->server, b->listen_fd);
+  if (!rc) b->listen_fd = -1; /* libuv owns it now */
   if (!rc) rc = uv_listen((uv_stream_t *)&b->server, 128, on_connection);
   if (rc) {
     felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", uv_strerror(rc), NULL);

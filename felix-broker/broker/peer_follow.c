@@ -270,6 +270,8 @@ static void handle_append(broker *b, conn *c, uint32_t corr, const uint8_t *body
   if (felix_peer_append_decode(body, len, &a, &err)) return append_reply(c, corr, NULL, FELIX_PS_REFUSED, err.msg);
   shard *s = broker_find_shard(b, a.stream, a.shard);
   uint16_t why = check_append(b, c, s, &a, msg, sizeof msg);
+  if (!why && a.truncate_to != FELIX_PEER_NO_TRUNCATE && shard_cut_below_kept(s, a.truncate_to))
+    why = FELIX_PS_REFUSED, snprintf(msg, sizeof msg, "a cut below what placement abandon kept on this copy");
   if (!why && a.truncate_to != FELIX_PEER_NO_TRUNCATE && peer_truncate(b, s, a.truncate_to))
     why = FELIX_PS_STORAGE, snprintf(msg, sizeof msg, "cannot truncate");
   felix_log_stats st = {0};

@@ -384,6 +384,7 @@ static void adopt_from(broker *b, shard *s, peer_link *src) {
   uint64_t p = felix_divergence_point(&src->gens, (uint64_t)src->rank.log_end, &s->gens, st.end_offset);
   char at[32];
   snprintf(at, sizeof at, "%" PRIu64, (uint64_t)src->rank.log_end);
+  if (p < st.end_offset && shard_cut_below_kept(s, p)) return; /* the fence waits, and times out */
   felix_log_event("info", "fence adopts a higher-ranked copy", "shard", s->dir_name, "source", src->broker_id, "copy_id",
                   src->copy_id, "log_end", at, NULL);
   if (peer_truncate(b, s, p)) return refuse_adoption(b, s, "cannot truncate to adopt the fence's copy");

@@ -217,6 +217,7 @@ int broker_main(int argc, char **argv) {
   if (!b) return FELIX_EXIT_FAILURE;
   b->dirfd = -1;
   b->lock.fd = -1; /* nothing to release if the start fails before the lock */
+  b->listen_fd = -1;
   int rc = parse_args(argc, argv, &b->cfg);
   if (rc) return rc == -2 ? FELIX_EXIT_OK : rc;
   curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -227,13 +228,15 @@ int broker_main(int argc, char **argv) {
   if (b->cfg.test_slow_drain_ms)
     felix_log_event("warn", "FELIX_TEST_SLOW_DRAIN_MS is set: the drain waits before flushing (tests only)", NULL);
   /* The lock (a second broker on the directory is told so, exit 4), then
-   * the HTTP port: a start that cannot have it leaves the data directory as
-   * it found it (no recovery, run-state or boot token written). */
+   * the HTTP and data ports: a start that cannot have them leaves the data
+   * directory as it found it (no recovery, run-state or boot token written). */
   rc = broker_lock_data_dir(b);
   if (!rc && broker_http_start(b) != 0) rc = FELIX_EXIT_FAILURE;
+  if (!rc && broker_net_reserve(b) != 0) rc = FELIX_EXIT_FAILURE;
   if (!rc) rc = broker_start_storage(b);
   if (!rc) rc = run_loop(b);
   broker_http_stop(b);
+  if (b->listen_fd >= 0) close(b->listen_fd); /* bound, never listened on */
   felix_dir_lock_release(&b->lock);
   curl_global_cleanup();
   felix_log_event(rc ? "error" : "info", "exiting", "code", rc ? "nonzero" : "0", NULL);

@@ -269,6 +269,22 @@ void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char
   if (names_this_process(b, s, leader, leader_copy, leader_inc) && !b->draining) peer_start_fence(b, s);
 }
 
+/* Review 5, item 7: the records an abandon kept on this copy are the shard's
+ * history from then on, and every later leader holds them, so no cut below
+ * them is ever right. The bound is the lower of what it kept and the maximum
+ * HWM assigned now: a later abandon that lowers the maximum HWM is a loss the
+ * operator accepted again. Held in memory, for as long as the process runs. */
+bool shard_cut_below_kept(const shard *s, uint64_t to) {
+  int64_t keep = s->abandon_keeps < s->cp_max_hwm ? s->abandon_keeps : s->cp_max_hwm;
+  if ((int64_t)to >= keep) return false;
+  char at[32], kept[32];
+  snprintf(at, sizeof at, "%" PRIu64, to);
+  snprintf(kept, sizeof kept, "%" PRId64, keep);
+  felix_log_event("error", "refusing to cut below what placement abandon kept on this copy", "shard", s->dir_name,
+                  "offset", at, "kept", kept, NULL);
+  return true;
+}
+
 void shard_refuse(broker *b, shard *s, const char *why) {
   if (s->refused) return;
   shard_stop_leading(b, s, why);

@@ -38,6 +38,47 @@ shard *broker_find_shard_uuid(broker *b, const char *uuid, uint32_t index) {
   return NULL;
 }
 
+/* Refused at start, said in the log and the inventory (review 5, item 8). */
+static void refuse_at_start(shard *s, const char *why) {
+  s->refused = true;
+  snprintf(s->refused_why, sizeof s->refused_why, "%.500s", why);
+  felix_log_event("error", "shard copy refused", "shard", s->dir_name, "reason", why, NULL);
+}
+
+/* A directory is named after the stream, shard and uuid its ballot holds; one
+ * that is not (renamed by hand: r_0 copied as r_1, or r_00) would serve another
+ * shard's records under this one's name. */
+static void refuse_misnamed(shard *s) {
+  char expected[300], why[700];
+  if (felix_shard_dir_name(expected, sizeof expected, s->stream, s->index, s->ballot.stream_uuid) &&
+      !strcmp(expected, s->dir_name))
+    return;
+  snprintf(why, sizeof why,
+           "the directory's name does not match its ballot (stream uuid %s): renamed or copied by hand from "
+           "another shard; move it away and start again",
+           s->ballot.stream_uuid);
+  refuse_at_start(s, why);
+}
+
+/* Copy ids are random: two directories with one copy id, or two copies of one
+ * shard, are hand-made duplicates, and nothing tells which one holds what the
+ * control plane measured. Both are refused until one is moved away. */
+static void refuse_duplicates(broker *b) {
+  for (shard *s = b->shards; s; s = s->next)
+    for (shard *t = s->next; t; t = t->next) {
+      if (!s->ballot.copy_id[0] || !t->ballot.copy_id[0]) continue;
+      bool same_copy = !strcmp(s->ballot.copy_id, t->ballot.copy_id);
+      bool same_shard = s->index == t->index && !strcmp(s->ballot.stream_uuid, t->ballot.stream_uuid);
+      if (!same_copy && !same_shard) continue;
+      char why[1200];
+      snprintf(why, sizeof why, "directories %s and %s hold %s %s (a hand-made duplicate): both refused until one is moved away",
+               s->dir_name, t->dir_name, same_copy ? "one copy id" : "copies of one shard",
+               same_copy ? s->ballot.copy_id : s->ballot.stream_uuid);
+      if (!s->refused) refuse_at_start(s, why);
+      if (!t->refused) refuse_at_start(t, why);
+    }
+}
+
 void broker_open_shards_one(broker *b, const char *name) {
   shard *s = calloc(1, sizeof *s);
   char uuid16[17];
@@ -65,6 +106,7 @@ void broker_open_shards_one(broker *b, const char *name) {
     snprintf(at, sizeof at, "%" PRIu64, rep.truncated_at);
     felix_log_event("warn", "cut a torn tail", "shard", name, "bytes", n, "at", at, "kind", rep.truncated_kind, NULL);
   }
+  if (!s->refused) refuse_misnamed(s);
   snprintf(what, sizeof what, "%s/generations", s->path);
   if (!s->refused && felix_generations_read(s->dirfd, what, &s->gens, &err) && err.status != FELIX_E_NOTFOUND) {
     s->refused = true;
@@ -87,6 +129,7 @@ int broker_open_shards(broker *b) {
   if (felix_list_shard_dirs(b->cfg.data_dir, &names, &n, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
   for (size_t i = 0; i < n; i++) broker_open_shards_one(b, names[i]);
   felix_free_names(names, n);
+  refuse_duplicates(b);
   return 0;
 }
 
@@ -146,6 +189,7 @@ static int decide_identity(broker *b) {
   if (v.rotate) {
     char old[40];
     snprintf(old, sizeof old, "%s", b->sid.hex);
+    snprintf(b->previous_sid, sizeof b->previous_sid, "%.32s", old);
     if (felix_storage_id_replace(b->dirfd, b->cfg.data_dir, &b->sid, &err)) return fail(err.msg, FELIX_EXIT_FAILURE);
     felix_log_event("warn", "storage id rotated", "old", old, "new", b->sid.hex, "reason", v.reason, NULL);
   } else {

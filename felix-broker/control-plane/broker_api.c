@@ -150,7 +150,7 @@ static bool valid_fsync_mode(const char *m) {
 /* Reads and validates the register body into r; false with why. */
 static bool read_register(const cJSON *o, cp_register_req *r, char *why) {
   char host[256], port[16];
-  r->boot_id = r->http_address = "";
+  r->boot_id = r->http_address = r->previous_storage_id = "";
   r->rotated = false;
   if (!cpj_string(o, "broker_id", true, 64, &r->broker_id, why, WHY_CAP) ||
       !cpj_string(o, "storage_id", true, 32, &r->storage_id, why, WHY_CAP) ||
@@ -158,6 +158,7 @@ static bool read_register(const cJSON *o, cp_register_req *r, char *why) {
       !cpj_string(o, "fsync_mode", true, 15, &r->fsync_mode, why, WHY_CAP) ||
       !cpj_string(o, "address", true, 255, &r->address, why, WHY_CAP) ||
       !cpj_string(o, "http_address", false, 255, &r->http_address, why, WHY_CAP) ||
+      !cpj_string(o, "previous_storage_id", false, 32, &r->previous_storage_id, why, WHY_CAP) ||
       !cpj_bool(o, "rotated", false, &r->rotated, why, WHY_CAP))
     return false;
   if (!cp_valid_name(r->broker_id))
@@ -165,6 +166,9 @@ static bool read_register(const cJSON *o, cp_register_req *r, char *why) {
              r->broker_id);
   else if (!cp_valid_hex32(r->storage_id))
     snprintf(why, WHY_CAP, "field storage_id is '%s', must be 32 lowercase hex characters", r->storage_id);
+  else if (r->previous_storage_id[0] && !cp_valid_hex32(r->previous_storage_id))
+    snprintf(why, WHY_CAP, "field previous_storage_id is '%s', must be 32 lowercase hex characters",
+             r->previous_storage_id);
   else if (!valid_fsync_mode(r->fsync_mode))
     snprintf(why, WHY_CAP, "field fsync_mode is '%s', must be none, periodic or on_commit", r->fsync_mode);
   else if (!cp_split_addr(r->address, host, sizeof host, port, sizeof port))

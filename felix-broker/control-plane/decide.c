@@ -22,6 +22,16 @@ static int slot_of(const cp_shard_row *sh, const char *broker) {
   return -1;
 }
 
+/* The slot names e's copy, unmeasured: eligible only once an active leader
+ * measures it (§4.4). */
+static void take_stranger(cp_slot_row *s, const cp_inv_entry *e, const cp_broker_row *b) {
+  snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
+  snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
+  s->confirmed = 0;
+  s->floor = 0;
+  s->stranger = true;
+}
+
 /* Records what one inventory entry tells about its slot; true if sh changed. */
 static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *e, cp_shard_row *sh, bool at_start,
                       felix_err *err) {
@@ -64,7 +74,18 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
                  e->copy_id, sh->stream, sh->shard, b->id, e->log_end, s->floor);
     return true;
   }
-  if (!strcmp(s->copy_id, e->copy_id) || (s->copy_id[0] && !fresh_shard)) return changed;
+  if (!strcmp(s->copy_id, e->copy_id)) return changed;
+  if (s->copy_id[0] && !fresh_shard) {
+    /* Review 5, item 8: another copy id under the storage id the slot knows
+     * (a shard directory copied in by hand, or made anew): not the copy that
+     * was measured. The slot takes it as a stranger, so an active leader
+     * measures it, instead of naming a copy no broker holds any more. */
+    cp_event_add(cp, "copy_replaced", sh, b->id, sh->generation, err,
+                 "copy %s of %s/%d on %s replaces copy %s under the same storage id %s (a directory copied or made "
+                 "anew by hand): a stranger until an active leader measures it",
+                 e->copy_id, sh->stream, sh->shard, b->id, s->copy_id, b->storage_id);
+    return take_stranger(s, e, b), true;
+  }
   /* Empty slot, or a generation-0 copy made anew before anything was issued. */
   snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
   snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
@@ -194,6 +215,9 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
     if (sh->nslots < 2) return NULL; /* one replica: nobody to hand it to */
     snprintf(why, cap, "leader %s drains: handing the shard off", b.id);
   } else if (strcmp(b.incarnation, sh->leader_incarnation) != 0) {
+    /* Under another storage id the old process may be alive elsewhere and
+     * acknowledge acks=leader publishes until its lease passes (item 6). */
+    if (cp_predecessor_may_hold_lease(cp, b.id)) return NULL;
     snprintf(why, cap, "leader %s lost: registered again as incarnation %s", b.id, b.incarnation);
   } else if (cp_copy_refused(cp, b.id, sh->stream_uuid, sh->shard, sh->leader_copy_id)) {
     snprintf(why, cap, "leader %s lost: it refused its copy (a failed write or sync of the copy's files)", b.id);

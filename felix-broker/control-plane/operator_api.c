@@ -95,6 +95,7 @@ static cJSON *replica_json(cp_state *cp, const cp_shard_row *sh, const cp_slot_r
   cJSON_AddBoolToObject(o, "caught_up", s->copy_id[0] && !s->stranger && s->confirmed >= sh->max_hwm);
   cJSON_AddBoolToObject(o, "stranger", s->stranger);
   cJSON_AddBoolToObject(o, "alive", cp_broker_alive(cp, s->broker));
+  cJSON_AddBoolToObject(o, "refused", s->copy_id[0] && cp_copy_refused(cp, s->broker, sh->stream_uuid, sh->shard, s->copy_id));
   cJSON_AddNumberToObject(o, "floor", (double)s->floor);
   return o;
 }

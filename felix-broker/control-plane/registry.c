@@ -65,8 +65,8 @@ out:
   return st; /* err is filled only on failure: never read its status otherwise */
 }
 
-static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_broker_row *b, cp_outcome *out,
-                                 felix_err *err) {
+static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_broker_row *b, bool *new_storage,
+                                 cp_outcome *out, felix_err *err) {
   bool found;
   char who[CP_ID_MAX];
   if (cp_store_broker_get(cp->store, r->broker_id, b, &found, err) || live_duplicate(cp, r, who, err))
@@ -91,7 +91,11 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
   b->rotated = r->rotated;
   b->have_seq = false; /* a new incarnation starts its own sequence */
   if (cp_store_broker_put(cp->store, b, err)) return err->status;
-  if (found && strcmp(old_storage, r->storage_id) && forget_copies(cp, b, old_storage, err)) return err->status;
+  *new_storage = found && strcmp(old_storage, r->storage_id) != 0;
+  if (*new_storage && forget_copies(cp, b, old_storage, err)) return err->status;
+  /* A rotation of the directory registered before proves the old process
+   * gone as a restart does (it held that directory's lock). */
+  if (*new_storage && r->previous_storage_id && !strcmp(r->previous_storage_id, old_storage)) *new_storage = false;
   return cp_event_add(cp, "registered", NULL, b->id, -1, err,
                       "%s registered as incarnation %s (storage id %s, rotated %s, address %s)", b->id,
                       b->incarnation, b->storage_id, b->rotated ? "true" : "false", b->address);
@@ -100,9 +104,10 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
 void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC_MAX], cp_outcome *out) {
   felix_err err;
   cp_broker_row b;
+  bool new_storage = false;
   cp_outcome_ok(out, 200);
   incarnation[0] = '\0';
-  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, out, &err) || out->status != 200 ||
+  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, out, &err) || out->status != 200 ||
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     if (out->status == 200) cp_outcome_store_error(out, &err);
@@ -112,6 +117,15 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   cp_live *l = cp_live_get(cp, b.id, true);
   if (l) l->draining = false; /* a new process */
   if (!l) return;
+  /* Another data directory, perhaps another machine: the process it replaces
+   * may be alive, cut off, and hold per-shard leases its last heartbeat
+   * renewed. Its shards move once those have passed (leader_lost). The same
+   * storage id, or one rotated from it, is the same directory, whose lock the
+   * old process held. */
+  if (new_storage && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
+    l->has_predecessor = true;
+    l->predecessor_renewed_ms = l->renewed_ms;
+  }
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);
   cp_apply_inventory(cp, &b, r->inv, r->ninv, true);

@@ -255,10 +255,19 @@ bool cp_waiting_for_inventories(cp_state *cp) {
   return waiting;
 }
 
+bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id) {
+  cp_live *l = cp_live_get(cp, id, false);
+  return l && l->has_predecessor;
+}
+
 static bool notice_lapses(cp_state *cp) {
   bool changed = false;
   for (size_t i = 0; i < cp->nlive; i++) {
     cp_live *l = &cp->live[i];
+    if (l->has_predecessor && !felix_lease_alive(l->predecessor_renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
+      l->has_predecessor = false; /* its shards may move now (leader_lost) */
+      changed = true;
+    }
     bool alive = felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
     if (l->was_alive && !alive) {
       felix_err err;

@@ -53,6 +53,10 @@ typedef struct cp_live {
   uint64_t renewed_ms;  /* lease clock time of the last renewal */
   bool was_alive;       /* at the previous tick: lapses are noticed once */
   bool draining;        /* its heartbeat says it is draining: hand its shards off (§4.9) */
+  /* Lease clock time of the last renewal of a process this id replaced under
+   * another storage id, while that lease may run: review 5, item 6. */
+  bool has_predecessor;
+  uint64_t predecessor_renewed_ms;
   cp_inv_entry *inv;
   size_t ninv;
 } cp_live;
@@ -127,6 +131,9 @@ void cp_state_close(cp_state *cp);
 void cp_state_tick(cp_state *cp, uint64_t real_now_ms);
 
 bool cp_broker_alive(cp_state *cp, const char *id);
+/* A process this broker id replaced under another storage id may still hold
+ * per-shard leases: its shards wait (review 5, item 6). */
+bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id);
 /* Alive and not draining: may take a role. */
 bool cp_broker_may_lead(cp_state *cp, const char *id);
 bool cp_broker_draining(cp_state *cp, const char *id);
@@ -163,6 +170,7 @@ bool cp_copy_refused(cp_state *cp, const char *broker, const char *stream_uuid, 
 
 typedef struct cp_register_req {
   const char *broker_id, *storage_id, *boot_id, *fsync_mode, *address, *http_address;
+  const char *previous_storage_id; /* the id this directory rotated away from ("" if none) */
   bool rotated;
   const cp_inv_entry *inv;
   size_t ninv;

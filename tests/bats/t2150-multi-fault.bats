@@ -24,6 +24,18 @@ publish_count() {
   echo "${out:-{\"count\": 0\}}" | jget 'j["count"]' 2>/dev/null || echo 0
 }
 
+# five_then_stop_follower — an R=3 cluster, records 1..5 acknowledged, and the
+# caught-up follower F stopped cleanly (its next start keeps the ids); L is the
+# leader and W the other follower.
+five_then_stop_follower() {
+  rcluster_up
+  produce_acked 1 5
+  L=$(leader_of)
+  read -r F W <<<"$(others_than "$L" | tr '\n' ' ')"
+  wait_until 30 caught_up "$F"
+  stop_process "$F" TERM
+}
+
 @test "3: a follower's HWM does not survive truncation: after an abandon the next leader acknowledges only what a majority holds" {
   rcluster_up
   produce_acked 1 5
@@ -181,12 +193,7 @@ publish_count() {
 }
 
 @test "a copy restored by hand below its floor is a stranger from its registration on: the registration carries the inventory" {
-  rcluster_up
-  produce_acked 1 5
-  L=$(leader_of)
-  read -r F _ <<<"$(others_than "$L" | tr '\n' ' ')"
-  wait_until 30 caught_up "$F"
-  stop_process "$F" TERM # a clean stop: the next start keeps the ids
+  five_then_stop_follower
   snap="$BATS_TEST_TMPDIR/snapshot"
   cp -a "$C/$F/shards" "$snap"
   rbroker_start "${F#b}"
@@ -203,5 +210,64 @@ publish_count() {
   wait_until 30 log_since "$lines" "$C/cp.log" "on $F holds [0-9]* below its floor [0-9]* under unchanged ids"
   wait_until 30 is_stranger "$F"
   produce_acked 21 30
+  acked_readable
+}
+
+# ballot_copy_id BROKER — the copy id in its r/0 directory's ballot.
+ballot_copy_id() { sed -n 's/^copy_id=//p' "$C/$1"/shards/r_0-*/ballot; }
+replica_copy_is() { [ "$(replica_field "$1" copy_id)" = "$2" ]; }
+is_refused() { [ "$(replica_field "$1" refused)" = true ]; }
+not_refused() { [ "$(replica_field "$1" refused)" = false ]; }
+
+@test "8: a shard directory copied in by hand under an unchanged storage id is a stranger, measured and trusted again" {
+  five_then_stop_follower
+  produce_acked 6 20
+  wait_until 30 hwm_at_least 21
+  wait_until 30 caught_up "$W"
+  stop_process "$W" TERM
+  # The operator "repairs" F with W's directory: F's storage id stays, the
+  # copy's ballot names W's, so F's start gives it a new copy id.
+  rm -rf "$C/$F"/shards/r_0-*
+  cp -a "$C/$W"/shards/r_0-* "$C/$F/shards/"
+  rbroker_start "${W#b}"
+  lines=$(($(wc -l <"$C/cp.log") + 1))
+  rbroker_start "${F#b}"
+  wait_until 30 grep -q "new copy id: the copy was made under another storage id" "$C/$F.log"
+  new=$(ballot_copy_id "$F")
+  wait_until 30 replica_copy_is "$F" "$new" # once, the slot named the old copy for good
+  log_since "$lines" "$C/cp.log" "copy $new of r/0 on $F replaces copy [0-9a-f]* under the same storage id" ||
+    fail "no copy_replaced event: $(tail -n +"$lines" "$C/cp.log" | grep "$F")"
+  wait_until 60 caught_up "$F" # measured by the leader: named again
+  [ "$(replica_field "$F" stranger)" = false ]
+  produce_acked 21 30
+  wait_until 30 caught_up "$F"
+  g=$(shard_generation r/0)
+  pause "$W"
+  wait_until 30 not_alive "$W"
+  stop_process "$L" KILL # F is the only live copy: trusted, it takes the shard
+  wait_until 60 generation_above r/0 "$g"
+  [ "$(leader_of)" = "$F" ]
+  resume "$W"
+  wait_until 60 shard_is r/0 Active
+  acked_readable
+}
+
+@test "8: two directories of one copy on a broker are both refused, never served, until one is moved away" {
+  five_then_stop_follower
+  dir=$(basename "$C/$F"/shards/r_0-*)
+  twin="r_00-${dir##*-}" # parses as shard 0 too
+  cp -a "$C/$F/shards/$dir" "$C/$F/shards/$twin"
+  rbroker_start "${F#b}"
+  wait_until 30 grep -q "directories .* hold one copy id .*: both refused until one is moved away" "$C/$F.log"
+  grep -q "shard copy refused.*$twin.*does not match its ballot" "$C/$F.log" || fail "the misnamed $twin was not named: $(grep refused "$C/$F.log")"
+  wait_until 30 is_refused "$F"
+  produce_acked 6 10 # the two others are a quorum
+  run -0 "$CTL" -o json shard describe r/0
+  [ "$(echo "$output" | jget 'j["replicas"][[x["broker"] for x in j["replicas"]].index("'"$F"'")]["caught_up"]')" = false ]
+  stop_process "$F" TERM
+  mv "$C/$F/shards/$twin" "$BATS_TEST_TMPDIR/"
+  rbroker_start "${F#b}"
+  wait_until 30 not_refused "$F"
+  wait_until 60 caught_up "$F"
   acked_readable
 }

@@ -386,25 +386,58 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   done
 }
 
-@test "run: an --http port already taken fails the start and leaves the data directory's run-state as it was" {
-  echo token >"$W/token"
-  export FELIX_RUNTIME_DIR="$W/runtime"
+# stopped_data_dir — $W/d with a clean stop's run-state, a copy kept to compare.
+stopped_data_dir() {
   mkdir -p "$W/d"
   printf 'state=stopped\nfsync_mode=periodic\npid=1\nsince=2026-12-01T00:00:00Z\n' >"$W/d/run-state"
   cp "$W/d/run-state" "$W/run-state.before"
+}
+
+# hold_a_port — another process listens on a loopback port ($W/port); its pid
+# is $holder (killed by the test).
+hold_a_port() {
   python3 -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
 open(sys.argv[1], "w").write(str(s.getsockname()[1])); time.sleep(60)' "$W/port" &
   holder=$!
   wait_until 10 test -s "$W/port"
+}
+
+# untouched_data_dir — the failed start left run-state, storage id and token as found.
+untouched_data_dir() {
+  cmp "$W/run-state.before" "$W/d/run-state" || fail "run-state changed: $(cat "$W/d/run-state")"
+  [ ! -e "$W/d/storage-id" ] || fail "a storage id was written"
+  [ ! -e "$W/runtime" ] || fail "a boot token was taken"
+}
+
+@test "run: an --http port already taken fails the start and leaves the data directory's run-state as it was" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  stopped_data_dir
+  hold_a_port
   run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" \
     --control-plane "$UNREACHABLE" --listen 127.0.0.1:1 --http "127.0.0.1:$(cat "$W/port")"
   kill "$holder"
   [ "$status" -eq 1 ] || fail "exit $status (1 expected): $stderr"
   [[ $stderr == *"cannot serve HTTP"* ]] || fail "$stderr"
-  cmp "$W/run-state.before" "$W/d/run-state" || fail "run-state changed: $(cat "$W/d/run-state")"
-  [ ! -e "$W/d/storage-id" ] || fail "a storage id was written"
-  [ ! -e "$W/runtime" ] || fail "a boot token was taken"
+  untouched_data_dir
+}
+
+@test "run: a --listen port already taken fails the start before registering and leaves run-state as it was" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  pick_ports
+  stopped_data_dir
+  hold_a_port
+  # The control plane is unreachable: the data port was bound only after a
+  # registration, so the start wrote state=running and took a token, then
+  # waited for ever.
+  run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" \
+    --control-plane "$UNREACHABLE" --listen "127.0.0.1:$(cat "$W/port")" --http "127.0.0.1:$((PORT_BASE + 2))"
+  kill "$holder"
+  [ "$status" -eq 1 ] || fail "exit $status (1 expected): $stderr"
+  [[ $stderr == *"cannot listen"*"Address already in use"* ]] || fail "$stderr"
+  untouched_data_dir
 }
 
 @test "run: a second broker started with the same flags on a locked directory is refused with exit 4 naming the holder" {

@@ -69,6 +69,17 @@ static cp_inv_entry inv(fx *f, const char *copy, int64_t log_end, int64_t last_g
   return e;
 }
 
+/* prev: the storage id the directory rotated away from (NULL: none). */
+static int do_register_from(fx *f, const char *id, const char *sid, const char *prev, const cp_inv_entry *e,
+                            size_t n) {
+  cp_register_req r = {.broker_id = id, .storage_id = sid, .boot_id = "boot", .fsync_mode = "periodic",
+                       .address = "127.0.0.1:7101", .http_address = "", .previous_storage_id = prev,
+                       .inv = e, .ninv = n};
+  cp_outcome o;
+  cp_register(&f->cp, &r, f->inc, &o);
+  return o.status;
+}
+
 static int do_register(fx *f, const char *id, const char *sid, const cp_inv_entry *e, size_t n) {
   cp_register_req r = {.broker_id = id, .storage_id = sid, .boot_id = "boot", .fsync_mode = "periodic",
                        .address = "127.0.0.1:7101", .http_address = "", .inv = e, .ninv = n};
@@ -242,8 +253,8 @@ static void lapsed_leader_is_no_caught_up_until_it_reports(void **state) {
 static void rotated_storage_id_is_not_eligible(void **state) {
   fx *f = *state;
   bring_up(f, 12);
-  cp_inv_entry e = inv(f, COPY9, 12, 1); /* new storage id, new copy id */
-  assert_int_equal(do_register(f, "b1", SID2, &e, 1), 200);
+  cp_inv_entry e = inv(f, COPY9, 12, 1); /* its directory's storage id rotated, new copy id */
+  assert_int_equal(do_register_from(f, "b1", SID2, SID1, &e, 1), 200);
   cp_shard_row sh = shard0(f);
   assert_string_equal(sh.state, "NoCaughtUpReplica");
   assert_int_equal(sh.generation, 1);

@@ -62,10 +62,34 @@ static void a_new_incarnation_moves_at_once(void **state) {
   assert_int_equal(shard0(f).generation, 2);
 }
 
+/* Review 5, item 6's extension: a process registering under the same broker
+ * id and another storage id runs on another data directory, perhaps another
+ * machine: it proves nothing about the old process, which may be cut off
+ * from the control plane and still serving acks=leader on the lease its last
+ * heartbeat renewed. Once, generation 2 was issued at that registration. */
+static void a_new_storage_id_waits_for_the_old_processes_lease(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  uint64_t last_renewal = f->t; /* A's heartbeats stop: it is cut off */
+  const char *elsewhere = "0123456789abcdef0123456789abcdef";
+  assert_int_equal(do_register(f, a, elsewhere, NULL, 0), 200);
+  while (f->t - last_renewal < 5000 - CP_TICK_MS) {
+    tick_all(f); /* the new process heartbeats too: only the old lease holds the shard */
+    if (shard0(f).generation != 1)
+      fail_msg("generation %" PRId64 " issued %" PRIu64 " ms after A's last renewal, while its lease may run",
+               shard0(f).generation, f->t - last_renewal);
+  }
+  for (int k = 0; k < 3; k++) tick_all(f);
+  cp_shard_row sh = shard0(f);
+  assert_int_equal(sh.generation, 2);
+  assert_string_not_equal(sh.leader, ids[a]); /* the new process's copy is a stranger */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

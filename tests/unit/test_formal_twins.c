@@ -396,6 +396,16 @@ static cp_inv_entry inv(fx *f, const char *copy, int64_t log_end, int64_t last_g
   return e;
 }
 
+/* prev: the storage id b1's directory rotated away from (NULL: none). */
+static int do_register_from(fx *f, const char *sid, const char *prev, const cp_inv_entry *e, size_t n) {
+  cp_register_req r = {.broker_id = "b1", .storage_id = sid, .boot_id = "boot", .fsync_mode = "periodic",
+                       .address = "127.0.0.1:7101", .http_address = "", .previous_storage_id = prev,
+                       .inv = e, .ninv = n};
+  cp_outcome o;
+  cp_register(&f->cp, &r, f->inc, &o);
+  return o.status;
+}
+
 static int do_register(fx *f, const char *sid, const cp_inv_entry *e, size_t n) {
   cp_register_req r = {.broker_id = "b1", .storage_id = sid, .boot_id = "boot", .fsync_mode = "periodic",
                        .address = "127.0.0.1:7101", .http_address = "", .inv = e, .ninv = n};
@@ -460,7 +470,7 @@ static void twin_returning_leader_by_registration(void **state) {
   bring_up(f, 12);
   snprintf(old_inc, sizeof old_inc, "%s", f->inc);
   cp_inv_entry e = inv(f, COPY9, 11, 1); /* rotated storage id, new copy id, lost its tail */
-  assert_int_equal(do_register(f, SID2, &e, 1), 200);
+  assert_int_equal(do_register_from(f, SID2, SID1, &e, 1), 200);
   cp_shard_row sh = shard0(f);
   assert_int_equal(sh.generation, 1);
   assert_string_equal(sh.leader_copy_id, COPY0);
@@ -530,6 +540,16 @@ static void twin_copy_id_not_bound(void **state) {
   assert_false(iv.rotate); /* the premise: the new storage id is the only renewal */
   cp_inv_entry e = inv(f, COPY0, 0, 0); /* the twin's unrenewed copy id */
   assert_int_equal(do_register(f, SID2, &e, 1), 200);
+  assert_true(shard0(f).slots[0].stranger);
+  /* A storage id made anew, not rotated from the registered one: the shard
+   * moves once the old process's lease has passed (review 5, item 6). */
+  for (int k = 0; k < 52; k++) { /* the lease clock advances in ticks; b1 heartbeats on */
+    cp_outcome o;
+    cp_heartbeat(&f->cp, "b1", f->inc, NULL, 0, &o);
+    assert_int_equal(o.status, 200);
+    f->t += 100;
+    cp_state_tick(&f->cp, f->t);
+  }
   cp_shard_row sh = shard0(f);
   assert_true(sh.slots[0].stranger);
   assert_int_equal(sh.generation, 1);
