@@ -207,6 +207,16 @@ static void renew_shard_lease(broker *b, shard *s, const cJSON *a, const cJSON *
   peer_check_acks(b, s); /* leader acknowledgements that waited for it */
 }
 
+/* A directory of that name is here, refused before its ballot could say
+ * which shard it holds: a new copy cannot take its place (and must not). */
+static bool dir_taken(broker *b, const char *stream, uint32_t index, const char *uuid) {
+  char name[300];
+  if (!felix_shard_dir_name(name, sizeof name, stream, index, uuid)) return false;
+  for (shard *s = b->shards; s; s = s->next)
+    if (!strcmp(s->dir_name, name)) return true;
+  return false;
+}
+
 /* Review 5, item 7: the leader-elect of an abandon's generation is the copy
  * it keeps, and the maximum HWM it carries is what the abandon said it keeps. */
 static void note_abandon_keeps(broker *b, shard *s, const cJSON *leader, uint64_t generation) {
@@ -228,7 +238,7 @@ static void apply_one(broker *b, const cJSON *a, uint64_t sent_ms, uint64_t leas
     shard_delete(b, s); /* what is left of a deleted directory: a new copy replaces it */
     s = NULL;
   }
-  if (!s && cJSON_IsTrue(cJSON_GetObjectItem(a, "create_copy"))) {
+  if (!s && cJSON_IsTrue(cJSON_GetObjectItem(a, "create_copy")) && !dir_taken(b, stream, index, uuid)) {
     if (shard_create_copy(b, stream, index, uuid) == 0) broker_publish_inventory(b);
     s = broker_find_shard_uuid(b, uuid, index);
   }

@@ -143,6 +143,7 @@ int peer_truncate(broker *b, shard *s, uint64_t to) {
   if (to < st.start_offset || felix_log_truncate(s->log, to, &err)) {
     felix_log_event("error", "cannot truncate a divergent suffix", "shard", s->dir_name, "reason",
                     to < st.start_offset ? "below the log start" : err.msg, NULL);
+    if (to >= st.start_offset && err.status == FELIX_E_GONE) shard_refuse(b, s, err.msg); /* this copy alone */
     return -1;
   }
   s->log_epoch++;
@@ -242,6 +243,7 @@ static void confirm_done(uv_work_t *w, int status) {
   (void)status;
   x->s->pending_held--;
   if (x->st == FELIX_E_SYNC) broker_fail_closed(x->b, x->err.msg);
+  else if (x->st == FELIX_E_GONE) shard_refuse(x->b, x->s, x->err.msg);
   /* Bound to (generation, append sequence): a promise given meanwhile, or a
    * truncation of this batch, means the confirmation must not count. */
   if (x->st == FELIX_OK && binding_current(x->s, &x->binding)) append_reply(x->c, x->corr, x->s, FELIX_PS_OK, "");

@@ -302,9 +302,11 @@ void shard_refuse(broker *b, shard *s, const char *why) {
 felix_status shard_close(shard *s) {
   felix_status st = FELIX_OK;
   felix_err err;
-  if (s->log && (st = felix_log_close(s->log, &err)) != FELIX_OK && !s->refused)
+  if (s->log && (st = felix_log_close(s->log, &err)) != FELIX_OK && !s->refused && st != FELIX_E_GONE)
     felix_log_event("error", "the final sync failed", "shard", s->dir_name, "reason", err.msg, NULL);
-  if (s->refused) st = FELIX_OK; /* a refused copy's failure is already accounted for */
+  /* A refused copy's failure is already accounted for; a deleted directory
+   * is not the disk's (§3.2): its copy is made anew, the ids stay. */
+  if (s->refused || st == FELIX_E_GONE) st = FELIX_OK;
   s->log = NULL;
   if (s->dirfd >= 0) close(s->dirfd);
   s->dirfd = -1;

@@ -188,6 +188,7 @@ static void do_register(cp_state *cp, const cJSON *o, cp_reply *rep) {
     return;
   }
   r.inv = inv;
+  r.has_inventory = present;
   char inc[CP_INC_MAX];
   cp_outcome out;
   cp_register(cp, &r, inc, &out);

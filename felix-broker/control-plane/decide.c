@@ -121,6 +121,44 @@ fail:
   cp_log("error", "cannot record inventory", "broker", b->id, "error", err.msg, NULL);
 }
 
+/* Slot i of sh names a copy its broker's registration did not list. */
+static felix_status forget_missing(cp_state *cp, cp_shard_row *sh, int i, felix_err *err) {
+  cp_slot_row *s = &sh->slots[i];
+  felix_status st = cp_event_add(cp, "copy_gone", sh, s->broker, sh->generation, err,
+                                 "copy %s of %s/%d on %s is missing from its registration's inventory (its directory "
+                                 "was deleted while the broker was down): the slot forgets it and a new copy is made, "
+                                 "a stranger until an active leader measures it",
+                                 s->copy_id, sh->stream, sh->shard, s->broker);
+  s->copy_id[0] = '\0';
+  s->stranger = true;
+  s->confirmed = 0;
+  s->floor = 0;
+  return st ? st : cp_store_shard_put(cp->store, sh, err);
+}
+
+/* §3.2 for a broker that was down: a copy its registration does not list
+ * (not even as refused or gone) has no directory any more. Left named, the
+ * slot would keep its old measurement (once, `caught_up` and eligible) and
+ * its broker would never be asked to make a new copy. */
+void cp_forget_missing_copies(cp_state *cp, const cp_broker_row *b) {
+  cp_shard_row *rows = NULL;
+  size_t n = 0;
+  felix_err err;
+  if (cp_store_begin(cp->store, &err) || cp_store_shards_list(cp->store, NULL, &rows, &n, &err)) goto fail;
+  for (size_t k = 0; k < n; k++)
+    for (int i = 0; i < rows[k].nslots; i++)
+      if (!strcmp(rows[k].slots[i].broker, b->id) && rows[k].slots[i].copy_id[0] &&
+          !cp_inventory_lists(cp, b->id, rows[k].stream_uuid, rows[k].shard) && forget_missing(cp, &rows[k], i, &err))
+        goto fail;
+  free(rows);
+  if (cp_store_commit(cp->store, &err) == FELIX_OK) return;
+  rows = NULL;
+fail:
+  free(rows);
+  cp_store_rollback(cp->store);
+  cp_log("error", "cannot record missing copies", "broker", b->id, "error", err.msg, NULL);
+}
+
 /* Pins generation G+1 on slot i's copy and current incarnation, and commits. */
 static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *why) {
   cp_broker_row b;

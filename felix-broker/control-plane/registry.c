@@ -65,8 +65,10 @@ out:
   return st; /* err is filled only on failure: never read its status otherwise */
 }
 
+/* *new_storage: another storage id than the registered one; *same_dir: it
+ * was rotated from that one, in the directory whose lock the old process held. */
 static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_broker_row *b, bool *new_storage,
-                                 cp_outcome *out, felix_err *err) {
+                                 bool *same_dir, cp_outcome *out, felix_err *err) {
   bool found;
   char who[CP_ID_MAX];
   if (cp_store_broker_get(cp->store, r->broker_id, b, &found, err) || live_duplicate(cp, r, who, err))
@@ -93,9 +95,7 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
   if (cp_store_broker_put(cp->store, b, err)) return err->status;
   *new_storage = found && strcmp(old_storage, r->storage_id) != 0;
   if (*new_storage && forget_copies(cp, b, old_storage, err)) return err->status;
-  /* A rotation of the directory registered before proves the old process
-   * gone as a restart does (it held that directory's lock). */
-  if (*new_storage && r->previous_storage_id && !strcmp(r->previous_storage_id, old_storage)) *new_storage = false;
+  *same_dir = !*new_storage || (r->previous_storage_id && !strcmp(r->previous_storage_id, old_storage));
   return cp_event_add(cp, "registered", NULL, b->id, -1, err,
                       "%s registered as incarnation %s (storage id %s, rotated %s, address %s)", b->id,
                       b->incarnation, b->storage_id, b->rotated ? "true" : "false", b->address);
@@ -104,10 +104,11 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
 void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC_MAX], cp_outcome *out) {
   felix_err err;
   cp_broker_row b;
-  bool new_storage = false;
+  bool new_storage = false, same_dir = true;
   cp_outcome_ok(out, 200);
   incarnation[0] = '\0';
-  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, out, &err) || out->status != 200 ||
+  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, &same_dir, out, &err) ||
+      out->status != 200 ||
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     if (out->status == 200) cp_outcome_store_error(out, &err);
@@ -122,13 +123,14 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
    * renewed. Its shards move once those have passed (leader_lost). The same
    * storage id, or one rotated from it, is the same directory, whose lock the
    * old process held. */
-  if (new_storage && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
+  if (new_storage && !same_dir && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
     l->has_predecessor = true;
     l->predecessor_renewed_ms = l->renewed_ms;
   }
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);
   cp_apply_inventory(cp, &b, r->inv, r->ninv, true);
+  if (r->has_inventory && !new_storage) cp_forget_missing_copies(cp, &b); /* a new storage id forgot them all */
   cp_reevaluate_all(cp); /* a pinned leader that registered again is lost (§4.6) */
 }
 

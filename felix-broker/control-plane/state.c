@@ -174,6 +174,10 @@ static const cp_inv_entry *inventory_entry(cp_state *cp, const char *broker, con
   return bsearch(&key, l->inv, l->ninv, sizeof *l->inv, inv_cmp);
 }
 
+bool cp_inventory_lists(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
+  return inventory_entry(cp, broker, stream_uuid, shard) != NULL;
+}
+
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard) {
   const cp_inv_entry *e = inventory_entry(cp, broker, stream_uuid, shard);
   return e && !e->refused ? e : NULL;

@@ -165,6 +165,11 @@ bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh);
 /* The inventory entry of broker for (stream_uuid, shard), or NULL (also when
  * the broker refused that copy: it holds nothing it may serve). */
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
+/* The broker's inventory has an entry for (stream_uuid, shard), refused or gone ones included. */
+bool cp_inventory_lists(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
+/* A registration's inventory (storage id unchanged) that lacks a copy a slot
+ * names: its directory was deleted while the broker was down (§3.2). */
+void cp_forget_missing_copies(cp_state *cp, const cp_broker_row *b);
 /* The broker's inventory says it refused copy copy_id of (stream_uuid, shard). */
 bool cp_copy_refused(cp_state *cp, const char *broker, const char *stream_uuid, int shard, const char *copy_id);
 
@@ -172,6 +177,7 @@ typedef struct cp_register_req {
   const char *broker_id, *storage_id, *boot_id, *fsync_mode, *address, *http_address;
   const char *previous_storage_id; /* the id this directory rotated away from ("" if none) */
   bool rotated;
+  bool has_inventory; /* the registration carried an inventory (an empty one still says "nothing") */
   const cp_inv_entry *inv;
   size_t ninv;
 } cp_register_req;

@@ -73,6 +73,13 @@ bool log_dir_gone(felix_log *log) {
 
 void log_storage_failed(felix_log *log, int sys_errno) {
   if (log->sync_error) return;
+  if (log_dir_gone(log)) {
+    /* A deleted directory, not the disk (§3.2): whatever step failed on it
+     * (a roll, a truncation, an unshare, the last sync), only this copy is
+     * refused; the owner's fail-closed callback is for the disk. */
+    log->sync_error = ENOENT, log->dir_gone = true;
+    return;
+  }
   log->sync_error = sys_errno ? sys_errno : EIO;
   if (log->cfg.on_storage_error) log->cfg.on_storage_error(log->cfg.on_storage_error_ctx, log->shard, log->sync_error);
 }
@@ -200,7 +207,8 @@ felix_status felix_log_close(felix_log *log, felix_err *err) {
   pthread_mutex_lock(&log->mu);
   while (log->sync_in_flight) pthread_cond_wait(&log->cv, &log->mu);
   if (log->nsegs > 0 && !log->sync_error && log->append_seq > log->synced_seq) log_sync_round(log);
-  if (log->sync_error)
+  if (log->sync_error && log->dir_gone) st = log_sticky_error(log, err);
+  else if (log->sync_error)
     st = felix_fail_errno(err, FELIX_E_SYNC, log->sync_error, "shard %s: a sync failed; unsynced data may be lost", log->shard);
   pthread_mutex_unlock(&log->mu);
   for (size_t i = 0; i < log->nsegs; i++) log_seg_close(&log->segs[i]);

@@ -89,5 +89,8 @@ felix_status log_recover(felix_log *log, bool create, felix_recovery_report *rep
 /* The first failed sync or write of the log: sticky from now on, and the
  * owner's on_storage_error hears of it at once. Called with log->mu held. */
 void log_storage_failed(felix_log *log, int sys_errno);
+/* The error every call returns once sync_error is set: FELIX_E_GONE for a
+ * deleted directory, FELIX_E_SYNC otherwise. */
+felix_status log_sticky_error(felix_log *log, felix_err *err);
 
 #endif

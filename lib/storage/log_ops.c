@@ -12,7 +12,7 @@
 #include "log_internal.h"
 
 
-static felix_status sticky_error(felix_log *log, felix_err *err) {
+felix_status log_sticky_error(felix_log *log, felix_err *err) {
   if (log->dir_gone)
     return felix_fail(err, FELIX_E_GONE, "shard %s: directory %s was deleted: this copy is refused", log->shard, log->path);
   return felix_fail_errno(err, FELIX_E_SYNC, log->sync_error,
@@ -126,7 +126,7 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
   felix_status st;
   if (!log->sync_error && log_dir_gone(log)) log->sync_error = ENOENT, log->dir_gone = true; /* never ack into an unlinked file */
   if (log->sync_error || log->closing) {
-    st = log->closing ? felix_fail(err, FELIX_E_CLOSED, "shard %s: log is closing", log->shard) : sticky_error(log, err);
+    st = log->closing ? felix_fail(err, FELIX_E_CLOSED, "shard %s: log is closing", log->shard) : log_sticky_error(log, err);
   } else {
     wbuf b = {0};
     uint64_t end_before = log_active(log)->next_offset, seq_before = log->append_seq;
@@ -139,6 +139,7 @@ felix_status felix_log_append_batch(felix_log *log, const felix_record_in *recs,
       s->n_entries = s->flushed_entries;
       s->last_entry_pos = s->flushed_last_entry_pos;
       log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
+      if (log->dir_gone) st = log_sticky_error(log, err); /* the roll or write met a deleted directory */
     }
     /* The log end only moves forward here, even when the append fails. */
     assert(log_active(log)->next_offset >= end_before);
@@ -173,7 +174,7 @@ felix_status felix_log_wait_held(felix_log *log, const felix_appended *a, felix_
       break;
     }
     if (log->sync_error) {
-      st = sticky_error(log, err);
+      st = log_sticky_error(log, err);
       break;
     }
     if (felix_fsync_mode_relaxed(log->cfg.fsync_mode) || log->synced_seq >= a->seq) break;
@@ -209,7 +210,7 @@ felix_status felix_log_sync(felix_log *log, felix_err *err) {
     else
       log_sync_round(log);
   }
-  felix_status st = log->sync_error ? sticky_error(log, err) : FELIX_OK;
+  felix_status st = log->sync_error ? log_sticky_error(log, err) : FELIX_OK;
   pthread_mutex_unlock(&log->mu);
   return st;
 }

@@ -213,7 +213,9 @@ felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err)
   felix_status st = FELIX_OK;
   uint64_t start = log->segs[0].base, end = log_active(log)->next_offset;
   bool dropped = false;
-  if (log->sync_error) {
+  if (log->sync_error && log->dir_gone) {
+    st = log_sticky_error(log, err);
+  } else if (log->sync_error) {
     st = felix_fail_errno(err, FELIX_E_SYNC, log->sync_error, "shard %s: refusing to truncate after a failed sync", log->shard);
   } else if (offset < start || offset > end) {
     st = felix_fail(err, FELIX_E_INVAL, "shard %s: cannot truncate to %" PRIu64 ": log holds [%" PRIu64 ", %" PRIu64 ")",
@@ -224,6 +226,7 @@ felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err)
     if (!st) st = drop_segments_from(log, offset, &dropped, err);
     if (!st) st = cut_active(log, offset, err);
     if (st) log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);
+    if (st && log->dir_gone) st = log_sticky_error(log, err); /* a cut that met a deleted directory */
     (void)dropped;
     /* the end moves back only here, to the cut; nothing past it counts as synced */
     assert(st || (log_active(log)->next_offset == offset && log->synced_end <= offset));

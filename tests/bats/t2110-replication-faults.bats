@@ -224,6 +224,32 @@ scenario_3() {
   acked_readable
 }
 
+@test "6: a follower's shard directory deleted just before SIGTERM: the drain still stops cleanly, the ids stay, the copy comes back new" {
+  rcluster_up --fsync-interval-ms 5000 # the follower's last records are still unsynced when the drain flushes
+  L=$(leader_of)
+  set -- $(others_than "$L")
+  F=$1
+  produce_acked 1 200
+  wait_until 30 caught_up "$F"
+  old=$(replica_field "$F" copy_id)
+  lines=$(($(wc -l <"$C/$F.log") + 1))
+  # Within the broker's 500 ms check: the drain's own flush meets the deletion
+  # first. Once, that failed the broker closed (run-state left at running, so
+  # the next start after a reboot would rotate every copy's ids).
+  rm -rf "$C/$F"/shards/r_0-* && kill -TERM "$(pid_of "$F")"
+  wait_exit "$(pid_of "$F")" 30
+  log_since "$lines" "$C/$F.log" "drained: run-state state=stopped" || fail "$(tail -n +"$lines" "$C/$F.log" | grep -E 'error|warn')"
+  grep -q '^state=stopped' "$C/$F/run-state" || fail "$(cat "$C/$F/run-state")"
+  lines=$(($(wc -l <"$C/$F.log") + 1))
+  rbroker_start "${F#b}"
+  wait_until 30 log_since "$lines" "$C/$F.log" "storage id kept"
+  wait_until 60 caught_up "$F"
+  [ "$(replica_field "$F" copy_id)" != "$old" ]
+  produce_acked 201 250
+  wait_until 30 copy_holds "$F" 250
+  acked_readable
+}
+
 scenario_7() {
   rcluster_up "$@"
   L=$(leader_of)

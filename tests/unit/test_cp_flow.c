@@ -250,6 +250,27 @@ static void lapsed_leader_is_no_caught_up_until_it_reports(void **state) {
   assert_int_equal(shard0(f).generation, 1);
 }
 
+/* §3.2 for a broker that was down: its registration (same storage id) lists
+ * no copy of the shard, so the directory was deleted meanwhile. The slot
+ * forgets the copy (a stranger, so not eligible on its old measurement) and
+ * the broker is asked to make a new one. Once, the slot kept naming the
+ * copy, `caught_up` on its old measurement, and create_copy never came. */
+static void a_copy_missing_from_a_registration_is_forgotten(void **state) {
+  fx *f = *state;
+  bring_up(f, 12);
+  assert_false(shard0(f).slots[0].stranger);
+  cp_register_req r = {.broker_id = "b1", .storage_id = SID1, .boot_id = "boot", .fsync_mode = "periodic",
+                       .address = "127.0.0.1:7101", .http_address = "", .has_inventory = true};
+  cp_outcome o;
+  cp_register(&f->cp, &r, f->inc, &o); /* an empty inventory: the broker holds nothing */
+  assert_int_equal(o.status, 200);
+  cp_shard_row sh = shard0(f);
+  assert_string_equal(sh.slots[0].copy_id, "");
+  assert_true(sh.slots[0].stranger);
+  assert_int_equal(sh.slots[0].confirmed, 0);
+  assert_true(history_has(f, "copy_gone", "is missing from its registration's inventory"));
+}
+
 static void rotated_storage_id_is_not_eligible(void **state) {
   fx *f = *state;
   bring_up(f, 12);
@@ -459,6 +480,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(report_acceptance, setup, teardown),
       cmocka_unit_test_setup_teardown(reregistered_leader_gets_next_generation, setup, teardown),
       cmocka_unit_test_setup_teardown(lapsed_leader_is_no_caught_up_until_it_reports, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_copy_missing_from_a_registration_is_forgotten, setup, teardown),
       cmocka_unit_test_setup_teardown(rotated_storage_id_is_not_eligible, setup, teardown),
       cmocka_unit_test_setup_teardown(short_copy_waits_until_it_catches_up, setup, teardown),
       cmocka_unit_test_setup_teardown(heartbeat_inventory_below_floor_is_not_a_loss, setup, teardown),
