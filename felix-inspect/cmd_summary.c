@@ -24,6 +24,7 @@ static cJSON *ballot_json(const felix_shard_survey *s) {
   cJSON_AddItemToObject(j, "leader", b->has_leader ? cJSON_CreateString(b->leader) : cJSON_CreateNull());
   cJSON_AddItemToObject(j, "leader_copy_id", b->has_leader ? cJSON_CreateString(b->leader_copy_id) : cJSON_CreateNull());
   cJSON_AddItemToObject(j, "leader_incarnation", b->has_leader ? cJSON_CreateString(b->leader_incarnation) : cJSON_CreateNull());
+  cJSON_AddItemToObject(j, "shard", b->has_shard ? cJSON_CreateNumber(b->shard) : cJSON_CreateNull());
   return j;
 }
 

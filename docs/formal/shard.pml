@@ -453,8 +453,13 @@ inline Handshake(l, f) {
    while the maximum HWM still covers it (a later abandon that lowers the maximum
    HWM is a loss the operator accepted again).  With the other rules no cut below
    it is ever asked: the guard is the second line behind the fence's own members. */
+#if MAX_ABANDON > 0
+#define KEEP_OF(b) br[b].keep
+#else
+#define KEEP_OF(b) 0
+#endif
 #if MAX_ABANDON > 0 && !defined(NO_KEEP_GUARD)
-#define KEEP_REFUSES_CUT(b, n) ((n) < br[b].keep && (n) < maxhwm)
+#define KEEP_REFUSES_CUT(b, n) ((n) < KEEP_OF(b) && (n) < maxhwm)
 #else
 #define KEEP_REFUSES_CUT(b, n) 0
 #endif
@@ -473,7 +478,7 @@ inline Ship(l, f) {
     vs = vt;
     if
     :: vs < br[f].ln && KEEP_REFUSES_CUT(f, vs) ->
-       printf("Ship(%d->%d): refused, a cut to %d is below what the abandon kept (%d)\n", l, f, vs, br[f].keep);
+       printf("Ship(%d->%d): refused, a cut to %d is below what the abandon kept (%d)\n", l, f, vs, KEEP_OF(f));
        KEPT_CUT_ASKED(f)
     :: else ->
     if
@@ -1209,7 +1214,7 @@ inline FenceEnd(l) {
     :: abg && br[l].lg == cgen && vs != l -> skip              /* abandon: a copy that promised outranks the chosen one */
     :: vs != l && (!UP(vs) || br[vs].cut) -> skip            /* wait for the source */
     :: vs != l && vg ->
-       printf("FenceEnd(%d): refuses to adopt copy %d below what the abandon kept (%d)\n", l, vs, br[l].keep);
+       printf("FenceEnd(%d): refuses to adopt copy %d below what the abandon kept (%d)\n", l, vs, KEEP_OF(l));
        KEPT_CUT_ASKED(l)
     :: br[vs].cid != br[l].acid[vs] ->
        printf("FenceEnd(%d): source %d changed copy id, fence starts over\n", l, vs);

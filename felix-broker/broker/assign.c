@@ -218,11 +218,14 @@ static bool dir_taken(broker *b, const char *stream, uint32_t index, const char 
 }
 
 /* Review 5, item 7: the leader-elect of an abandon's generation is the copy
- * it keeps, and the maximum HWM it carries is what the abandon said it keeps. */
+ * it keeps, and the maximum HWM its first assignment carries is what the
+ * abandon said it keeps. Taken once per abandon, as the model's `keep` is at
+ * the fence's start (later assignments carry a maximum HWM that grew). */
 static void note_abandon_keeps(broker *b, shard *s, const cJSON *leader, uint64_t generation) {
-  if (!s->abandon_fence || s->ballot.generation != generation || strcmp(str_of(leader, "broker"), b->cfg.id) ||
-      strcmp(str_of(leader, "copy_id"), s->ballot.copy_id) || s->cp_max_hwm <= s->abandon_keeps)
+  if (!s->abandon_fence || s->ballot.generation != generation || generation == s->abandon_keeps_generation ||
+      strcmp(str_of(leader, "broker"), b->cfg.id) || strcmp(str_of(leader, "copy_id"), s->ballot.copy_id))
     return;
+  s->abandon_keeps_generation = generation;
   s->abandon_keeps = s->cp_max_hwm;
   char kept[32];
   snprintf(kept, sizeof kept, "%" PRId64, s->abandon_keeps);

@@ -84,6 +84,7 @@ typedef struct shard {
   int64_t cp_max_hwm;        /* the control plane's maximum HWM: a new leader starts from it */
   bool abandon_fence;        /* the generation placement abandon issued: adopt our own copy only */
   int64_t abandon_keeps;     /* this process led the copy an abandon kept: no cut below it (review 5, item 7) */
+  uint64_t abandon_keeps_generation; /* the abandon's generation it was taken at, once */
   char fence_cp_instance[64]; /* the control-plane instance whose assignment this fence carries (§4.8) */
   uint64_t lease_until_ms;    /* §4.2 per-shard lease (CLOCK_BOOTTIME) for leader acks; 0: none */
   felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */

@@ -166,12 +166,13 @@ int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
   return uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
 }
 
-/* Review 5, item 8: the data port is bound at start, before the data
+/* Review 5, item 8: the data port is taken at start, before the data
  * directory is touched, so a port another process holds fails the start
- * with run-state and the boot token as they were. It listens only once
- * registered (broker_net_listen): until then a connection is refused, not
- * left waiting in a backlog. libuv reports a taken port only at uv_listen,
- * so the bind is a plain socket that libuv adopts later. */
+ * with run-state and the boot token as they were. It listens at once (a
+ * socket only bound would let another SO_REUSEADDR socket take the port,
+ * found by the review); connections wait in the backlog and are served once
+ * registered (broker_net_listen), as Kafka's acceptor does. libuv reports a
+ * taken port only at uv_listen, so this is a plain socket libuv adopts. */
 int broker_net_reserve(broker *b) {
   struct sockaddr_storage ss;
   if (broker_parse_addr(b->cfg.listen, &ss) != 0) {
@@ -181,7 +182,7 @@ int broker_net_reserve(broker *b) {
   int one = 1, fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   socklen_t len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, (struct sockaddr *)&ss, len) != 0) {
+      bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 128) != 0) {
     felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", strerror(errno), NULL);
     if (fd >= 0) close(fd);
     return -1;
@@ -199,6 +200,7 @@ int broker_net_listen(broker *b) {
   if (!rc) rc = uv_listen((uv_stream_t *)&b->server, 128, on_connection);
   if (rc) {
     felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", uv_strerror(rc), NULL);
+    uv_close((uv_handle_t *)&b->server, NULL); /* it owns the socket if uv_tcp_open took it */
     return -1;
   }
   felix_log_event("info", "serving the data protocol", "listen", b->cfg.listen, NULL);

@@ -79,6 +79,9 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   felix_hex_encode(raw, sizeof raw, s.ballot.copy_id);
   snprintf(s.ballot.storage_id, sizeof s.ballot.storage_id, "%s", b->sid.hex);
   snprintf(s.ballot.stream_uuid, sizeof s.ballot.stream_uuid, "%s", uuid);
+  uint32_t index = 0;
+  char stream[256], uuid16[17];
+  if (felix_shard_dir_parse(name, stream, sizeof stream, &index, uuid16)) s.ballot.has_shard = true, s.ballot.shard = index;
   char what[4800];
   snprintf(what, sizeof what, "%.4700s/ballot", tmp);
   int rc = felix_ballot_write(s.dirfd, what, &s.ballot, &err) ? -1 : 0;

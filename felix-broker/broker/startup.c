@@ -51,12 +51,17 @@ static void refuse_at_start(shard *s, const char *why) {
 static void refuse_misnamed(shard *s) {
   char expected[300], why[700];
   if (felix_shard_dir_name(expected, sizeof expected, s->stream, s->index, s->ballot.stream_uuid) &&
-      !strcmp(expected, s->dir_name))
+      !strcmp(expected, s->dir_name) && (!s->ballot.has_shard || s->ballot.shard == s->index)) {
+    /* A copy made before the index was recorded learns it from its name; the
+     * next ballot write records it. */
+    if (!s->ballot.has_shard) s->ballot.has_shard = true, s->ballot.shard = s->index;
     return;
+  }
   snprintf(why, sizeof why,
-           "the directory's name does not match its ballot (stream uuid %s): renamed or copied by hand from "
-           "another shard; move it away and start again",
-           s->ballot.stream_uuid);
+           "the directory's name does not match its ballot (stream uuid %s, shard %s%u): renamed or copied by hand "
+           "from another shard; move it away and start again",
+           s->ballot.stream_uuid, s->ballot.has_shard ? "" : "not recorded, named ",
+           s->ballot.has_shard ? s->ballot.shard : s->index);
   refuse_at_start(s, why);
 }
 

@@ -245,17 +245,20 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   bool found;
   felix_err err;
   if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err) || !found) return NULL;
+  bool replaced = strcmp(b.incarnation, sh->leader_incarnation) != 0;
   if (!cp_broker_alive(cp, b.id)) {
     snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
+  } else if (replaced && cp_predecessor_may_hold_lease(cp, b.id)) {
+    /* Review 5, item 6: the pinned process may be alive elsewhere and
+     * acknowledge acks=leader publishes until its lease passes, whatever the
+     * process that replaced it does (drains, say). */
+    return NULL;
   } else if (no_quorum_too_long(cp, sh, why, cap)) {
     /* why is filled */
   } else if (cp_broker_draining(cp, b.id)) {
     if (sh->nslots < 2) return NULL; /* one replica: nobody to hand it to */
     snprintf(why, cap, "leader %s drains: handing the shard off", b.id);
-  } else if (strcmp(b.incarnation, sh->leader_incarnation) != 0) {
-    /* Under another storage id the old process may be alive elsewhere and
-     * acknowledge acks=leader publishes until its lease passes (item 6). */
-    if (cp_predecessor_may_hold_lease(cp, b.id)) return NULL;
+  } else if (replaced) {
     snprintf(why, cap, "leader %s lost: registered again as incarnation %s", b.id, b.incarnation);
   } else if (cp_copy_refused(cp, b.id, sh->stream_uuid, sh->shard, sh->leader_copy_id)) {
     snprintf(why, cap, "leader %s lost: it refused its copy (a failed write or sync of the copy's files)", b.id);

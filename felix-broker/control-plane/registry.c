@@ -65,8 +65,9 @@ out:
   return st; /* err is filled only on failure: never read its status otherwise */
 }
 
-/* *new_storage: another storage id than the registered one; *same_dir: it
- * was rotated from that one, in the directory whose lock the old process held. */
+/* *new_storage: another storage id than the registered one; *same_dir: a
+ * first registration, or the same directory (its id, or one rotated from it)
+ * on the same boot, whose lock the old process held. */
 static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_broker_row *b, bool *new_storage,
                                  bool *same_dir, cp_outcome *out, felix_err *err) {
   bool found;
@@ -78,8 +79,9 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
                     "storage id %s is registered by live broker %s", r->storage_id, who);
     return FELIX_OK;
   }
-  char old_storage[CP_HEX_MAX];
+  char old_storage[CP_HEX_MAX], old_boot[sizeof b->boot_id];
   snprintf(old_storage, sizeof old_storage, "%s", found ? b->storage_id : "");
+  snprintf(old_boot, sizeof old_boot, "%s", found ? b->boot_id : "");
   if (!found) memset(b, 0, sizeof *b);
   snprintf(b->id, sizeof b->id, "%s", r->broker_id);
   snprintf(b->storage_id, sizeof b->storage_id, "%s", r->storage_id);
@@ -95,7 +97,11 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
   if (cp_store_broker_put(cp->store, b, err)) return err->status;
   *new_storage = found && strcmp(old_storage, r->storage_id) != 0;
   if (*new_storage && forget_copies(cp, b, old_storage, err)) return err->status;
-  *same_dir = !*new_storage || (r->previous_storage_id && !strcmp(r->previous_storage_id, old_storage));
+  /* The directory lock proves the old process gone only on one machine and
+   * boot: a clone of the directory elsewhere (a disk or VM snapshot) keeps
+   * or rotates the same id on another boot (found by the review). */
+  bool same_id = !*new_storage || (r->previous_storage_id && !strcmp(r->previous_storage_id, old_storage));
+  *same_dir = !found || (same_id && r->boot_id && !strcmp(r->boot_id, old_boot)); /* !found: nothing replaced */
   return cp_event_add(cp, "registered", NULL, b->id, -1, err,
                       "%s registered as incarnation %s (storage id %s, rotated %s, address %s)", b->id,
                       b->incarnation, b->storage_id, b->rotated ? "true" : "false", b->address);
@@ -104,7 +110,7 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
 void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC_MAX], cp_outcome *out) {
   felix_err err;
   cp_broker_row b;
-  bool new_storage = false, same_dir = true;
+  bool new_storage = false, same_dir = false;
   cp_outcome_ok(out, 200);
   incarnation[0] = '\0';
   if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, &same_dir, out, &err) ||
@@ -118,12 +124,12 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   cp_live *l = cp_live_get(cp, b.id, true);
   if (l) l->draining = false; /* a new process */
   if (!l) return;
-  /* Another data directory, perhaps another machine: the process it replaces
-   * may be alive, cut off, and hold per-shard leases its last heartbeat
-   * renewed. Its shards move once those have passed (leader_lost). The same
-   * storage id, or one rotated from it, is the same directory, whose lock the
-   * old process held. */
-  if (new_storage && !same_dir && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
+  /* Another data directory, or the same one on another boot (perhaps another
+   * machine): the process it replaces may be alive, cut off, and hold
+   * per-shard leases its last heartbeat renewed. Its shards move once those
+   * have passed (leader_lost). Set once: two live processes registering in
+   * turn under one id must not extend the wait for ever (found by the review). */
+  if (!same_dir && !l->has_predecessor && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
     l->has_predecessor = true;
     l->predecessor_renewed_ms = l->renewed_ms;
   }

@@ -31,7 +31,7 @@ felix_status felix_ballot_parse(const char *buf, size_t len, const char *what, f
                                 felix_err *err) {
   kv_field f[] = {{"copy_id", NULL, 0, 1}, {"storage_id", NULL, 0, 1}, {"stream_uuid", NULL, 0, 1},
                   {"generation", NULL, 0, 1}, {"leader", NULL, 0, 1}, {"leader_copy_id", NULL, 0, 1},
-                  {"leader_incarnation", NULL, 0, 1}};
+                  {"leader_incarnation", NULL, 0, 1}, {"shard", NULL, 0, 0}};
   size_t n = sizeof f / sizeof f[0];
   felix_status st = kv_parse(buf, len, what, f, n, err);
   if (st) return st;
@@ -52,15 +52,21 @@ felix_status felix_ballot_parse(const char *buf, size_t len, const char *what, f
     if (!st) st = hex_field(&f[5], what, out->leader_copy_id, err);
     if (!st) st = text_field(&f[6], what, out->leader_incarnation, sizeof out->leader_incarnation, err);
   }
+  uint64_t shard = 0;
+  if (!st && f[7].value && !(st = kv_u64(&f[7], what, &shard, err)) && shard > UINT32_MAX)
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: shard must be at most %u", what, f[7].at, UINT32_MAX);
+  if (!st && f[7].value) out->has_shard = true, out->shard = (uint32_t)shard;
   kv_free(f, n);
   return st;
 }
 
 void felix_ballot_format(const felix_ballot *b, char *out, size_t cap) {
-  snprintf(out, cap,
-           "copy_id=%s\nstorage_id=%s\nstream_uuid=%s\ngeneration=%" PRIu64 "\nleader=%s\nleader_copy_id=%s\nleader_incarnation=%s\n",
-           b->copy_id, b->storage_id, b->stream_uuid, b->generation, b->has_leader ? b->leader : "none",
-           b->has_leader ? b->leader_copy_id : "none", b->has_leader ? b->leader_incarnation : "none");
+  int n = snprintf(out, cap,
+                   "copy_id=%s\nstorage_id=%s\nstream_uuid=%s\ngeneration=%" PRIu64
+                   "\nleader=%s\nleader_copy_id=%s\nleader_incarnation=%s\n",
+                   b->copy_id, b->storage_id, b->stream_uuid, b->generation, b->has_leader ? b->leader : "none",
+                   b->has_leader ? b->leader_copy_id : "none", b->has_leader ? b->leader_incarnation : "none");
+  if (b->has_shard && n > 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, "shard=%u\n", b->shard);
 }
 
 felix_status felix_ballot_read(int dirfd, const char *what, felix_ballot *out, felix_err *err) {

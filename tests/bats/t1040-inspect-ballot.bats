@@ -26,7 +26,8 @@ load helpers
   SHARD=$(mkdata d orders 0 5)
   run -0 inspect --json ballot "$SHARD"
   assert_json
-  [ "$(jget 'sorted(j)' <<<"$output")" = '["copy_id", "generation", "generations", "leader", "leader_copy_id", "leader_incarnation", "storage_id", "stream_uuid"]' ]
+  [ "$(jget 'sorted(j)' <<<"$output")" = '["copy_id", "generation", "generations", "leader", "leader_copy_id", "leader_incarnation", "shard", "storage_id", "stream_uuid"]' ]
+  [ "$(jget 'j["shard"]' <<<"$output")" = 0 ]
   [ "$(jget 'j["copy_id"]' <<<"$output")" = "$(sed -n 's/^copy_id=//p' "$SHARD/ballot")" ]
   [ "$(jget 'j["storage_id"]' <<<"$output")" = "$(cat d/storage-id)" ]
   [ "$(jget 'j["generation"]' <<<"$output")" = 1 ]
@@ -97,9 +98,10 @@ load helpers
 @test "ballot with a repeated key exits 6 naming the repeated line" {
   SHARD=$(mkdata d orders 0 1)
   at=$(stat -c %s "$SHARD/ballot")
+  line=$(($(wc -l <"$SHARD/ballot") + 1))
   echo "generation=2" >>"$SHARD/ballot"
   run -6 --separate-stderr inspect ballot "$SHARD"
-  assert_equal "$stderr" "felix-inspect: error: $SHARD/ballot: line 8 (byte $at): key 'generation' repeated"
+  assert_equal "$stderr" "felix-inspect: error: $SHARD/ballot: line $line (byte $at): key 'generation' repeated"
 }
 
 @test "ballot with malformed generations exits 6 naming the generations file and byte" {

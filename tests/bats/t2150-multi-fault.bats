@@ -271,3 +271,17 @@ not_refused() { [ "$(replica_field "$1" refused)" = false ]; }
   wait_until 60 caught_up "$F"
   acked_readable
 }
+
+@test "8: a shard directory renamed to another shard's name is refused; the shard's copy is missing, so a new one is made" {
+  five_then_stop_follower
+  dir=$(basename "$C/$F"/shards/r_0-*)
+  grep -q '^shard=0$' "$C/$F/shards/$dir/ballot" || fail "the ballot records no shard index: $(cat "$C/$F/shards/$dir/ballot")"
+  mv "$C/$F/shards/$dir" "$C/$F/shards/r_1-${dir##*-}" # as if it held shard 1
+  lines=$(($(wc -l <"$C/cp.log") + 1))
+  rbroker_start "${F#b}"
+  wait_until 30 grep -q "shard copy refused.*r_1-.*does not match its ballot (stream uuid [-0-9a-f]*, shard 0)" "$C/$F.log"
+  wait_until 30 log_since "$lines" "$C/cp.log" "of r/0 on $F is missing from its registration's inventory"
+  wait_until 60 caught_up "$F" # a new copy, copied from the leader
+  produce_acked 6 10
+  acked_readable
+}

@@ -429,7 +429,7 @@ untouched_data_dir() {
   pick_ports
   stopped_data_dir
   hold_a_port
-  # The control plane is unreachable: the data port was bound only after a
+  # The control plane is unreachable: the data port was taken only after a
   # registration, so the start wrote state=running and took a token, then
   # waited for ever.
   run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" \
@@ -438,6 +438,26 @@ untouched_data_dir() {
   [ "$status" -eq 1 ] || fail "exit $status (1 expected): $stderr"
   [[ $stderr == *"cannot listen"*"Address already in use"* ]] || fail "$stderr"
   untouched_data_dir
+}
+
+@test "run: the data port is held from the start: no other process can take it while the broker waits to register" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  pick_ports
+  port=$((PORT_BASE + 1))
+  "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" --control-plane "$UNREACHABLE" \
+    --listen "127.0.0.1:$port" --http "127.0.0.1:$((PORT_BASE + 2))" 2>"$W/broker.log" &
+  broker=$!
+  wait_until 20 grep -q 'storage id' "$W/broker.log"
+  # As a second broker or any server would: SO_REUSEADDR, bind, listen. A
+  # port only bound, not listened on, let this succeed (found by the review).
+  run python3 -c 'import socket, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); print("took it")' "$port"
+  kill "$broker"
+  wait_exit "$broker" 20
+  [ "$status" -ne 0 ] || fail "another process listened on the broker's port: $output"
+  [[ $output == *"Address already in use"* ]] || fail "$output"
 }
 
 @test "run: a second broker started with the same flags on a locked directory is refused with exit 4 naming the holder" {

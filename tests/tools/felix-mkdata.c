@@ -108,6 +108,7 @@ static void write_shard_state(int shardfd, const char *path, const felix_storage
   snprintf(b.storage_id, sizeof b.storage_id, "%s", sid->hex);
   snprintf(b.stream_uuid, sizeof b.stream_uuid, "%.36s", uuid);
   b.generation = o->generation;
+  b.has_shard = true, b.shard = o->shard; /* as the broker writes a new copy's */
   if (o->leader) {
     b.has_leader = true;
     snprintf(b.leader, sizeof b.leader, "%s", o->leader);

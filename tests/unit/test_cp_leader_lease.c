@@ -85,11 +85,83 @@ static void a_new_storage_id_waits_for_the_old_processes_lease(void **state) {
   assert_string_not_equal(sh.leader, ids[a]); /* the new process's copy is a stranger */
 }
 
+static int register_as(fx *f, int i, const char *sid, const char *boot, const char *prev) {
+  cp_register_req r = {.broker_id = ids[i], .storage_id = sid, .boot_id = boot, .fsync_mode = "periodic",
+                       .address = "127.0.0.1:7101", .http_address = "", .previous_storage_id = prev};
+  cp_outcome o;
+  cp_register(&f->cp, &r, f->inc[i], &o);
+  return o.status;
+}
+
+/* Ticks until just before a lease has passed since `since`, failing if the
+ * shard moves meanwhile; then it must move within three ticks. */
+static void moves_once_the_lease_has_passed(fx *f, uint64_t since, const char *what) {
+  while (f->t - since < 5000 - CP_TICK_MS) {
+    tick_all(f);
+    if (shard0(f).generation != 1)
+      fail_msg("%s: generation %" PRId64 " issued %" PRIu64 " ms after the old process's last renewal", what,
+               shard0(f).generation, f->t - since);
+  }
+  for (int k = 0; k < 3; k++) tick_all(f);
+  assert_int_equal(shard0(f).generation, 2);
+}
+
+/* Found by the review: the process that replaced the pinned one drains (the
+ * operator sees the old machine is alive after all); the hand-off must still
+ * wait for the old process's lease. Once, it moved the shard at once. */
+static void a_drain_of_the_replacing_process_still_waits(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  uint64_t last_renewal = f->t;
+  assert_int_equal(do_register(f, a, "0123456789abcdef0123456789abcdef", NULL, 0), 200);
+  cp_note_draining(&f->cp, ids[a]);
+  moves_once_the_lease_has_passed(f, last_renewal, "a drain of the new process");
+}
+
+/* Found by the review: a clone of the directory on another machine (a disk
+ * or VM snapshot) registers from another boot, keeping the id or rotating
+ * from it: the directory's lock proves nothing there. Once, it moved at once. */
+static void the_same_directory_on_another_boot_waits(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  uint64_t last_renewal = f->t;
+  assert_int_equal(register_as(f, a, "0123456789abcdef0123456789abcdef", "other-boot", sids[a]), 200);
+  moves_once_the_lease_has_passed(f, last_renewal, "a rotation from the registered id on another boot");
+}
+
+/* The same directory and boot (a restart, or a rotation after a failed sync
+ * on this boot) proves the old process gone: the shard moves at once. */
+static void a_rotation_on_the_same_boot_moves_at_once(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  assert_int_equal(register_as(f, a, "0123456789abcdef0123456789abcdef", "boot", sids[a]), 200);
+  assert_int_equal(shard0(f).generation, 2);
+}
+
+/* Found by the review: two live processes under one id, both reaching the
+ * control plane, register in turn (each one's heartbeat gets 409). The wait
+ * is taken once; once, every registration renewed it and the shard, pinned
+ * to an incarnation neither process owns, never moved. */
+static void two_live_processes_registering_in_turn_do_not_block_for_ever(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  const char *other = "0123456789abcdef0123456789abcdef";
+  for (int k = 0; k < 2 * 5000 / CP_TICK_MS && shard0(f).generation == 1; k++) {
+    assert_int_equal(do_register(f, a, (k & 1) ? sids[a] : other, NULL, 0), 200);
+    tick_all(f);
+  }
+  assert_int_equal(shard0(f).generation, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),
+      cmocka_unit_test_setup_teardown(the_same_directory_on_another_boot_waits, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_rotation_on_the_same_boot_moves_at_once, setup, teardown),
+      cmocka_unit_test_setup_teardown(two_live_processes_registering_in_turn_do_not_block_for_ever, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

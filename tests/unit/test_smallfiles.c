@@ -472,6 +472,27 @@ static void ballot_rejects_partial_none(void **s) {
   expect_ballot_error(B_HEAD "leader=none\nleader_copy_id=none\nleader_incarnation=inc-1\n", 148);
 }
 
+/* Review 5, item 8: the shard index a copy was made for, optional (copies
+ * made before it was recorded lack it), checked against the directory's name. */
+static void ballot_round_trips_its_shard_index(void **s) {
+  (void)s;
+  felix_ballot b = sample_ballot(false), back;
+  char buf[1024];
+  felix_err err = {0};
+  felix_ballot_format(&b, buf, sizeof buf);
+  assert_null(strstr(buf, "shard="));
+  assert_int_equal(felix_ballot_parse(buf, strlen(buf), "ballot", &back, &err), FELIX_OK);
+  assert_false(back.has_shard);
+  b.has_shard = true, b.shard = 4294967295u;
+  felix_ballot_format(&b, buf, sizeof buf);
+  assert_non_null(strstr(buf, "\nshard=4294967295\n"));
+  assert_int_equal(felix_ballot_parse(buf, strlen(buf), "ballot", &back, &err), FELIX_OK);
+  assert_true(back.has_shard);
+  assert_int_equal(back.shard, 4294967295u);
+  expect_ballot_error(B_HEAD "leader=none\nleader_copy_id=none\nleader_incarnation=none\nshard=4294967296\n", 204);
+  expect_ballot_error(B_HEAD "leader=none\nleader_copy_id=none\nleader_incarnation=none\nshard=x\n", 204);
+}
+
 static void ballot_rejects_bad_copy_id(void **s) {
   (void)s;
   const char *tail = "storage_id=" HEX_B "\nstream_uuid=" UUID "\ngeneration=1\nleader=none\n"
@@ -997,6 +1018,7 @@ int main(void) {
       cmocka_unit_test(ballot_round_trips_with_leader),
       cmocka_unit_test(ballot_round_trips_with_leader_none),
       cmocka_unit_test(ballot_write_then_read_round_trips),
+      cmocka_unit_test(ballot_round_trips_its_shard_index),
       cmocka_unit_test(ballot_rejects_partial_none),
       cmocka_unit_test(ballot_rejects_bad_copy_id),
       cmocka_unit_test(ballot_rejects_missing_key_and_bad_generation),

@@ -21,6 +21,8 @@ typedef struct felix_ballot {
   char leader[128];                          /* broker id */
   char leader_copy_id[FELIX_COPY_ID_HEX + 1];
   char leader_incarnation[128];
+  bool has_shard;        /* the shard index the copy was made for; absent in copies made before it was written */
+  uint32_t shard;
 } felix_ballot;
 
 felix_status felix_ballot_parse(const char *buf, size_t len, const char *what, felix_ballot *out,
