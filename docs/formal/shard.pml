@@ -24,6 +24,8 @@
  *   TOKEN_AFTER_ERROR (review 5, item 4: the boot token goes some time after a failed sync)
  *   STALE_FENCE_MEMBERS (review 5, item 7: a fence counts against a newer assignment's members)
  *   NO_KEEP_GUARD (review 5, item 7: the copy an abandon keeps accepts a cut below what it keeps)
+ *   NQ_MOVE_AT_ONCE (review 5, item 6: a no-quorum report moves the shard while the leader's
+ *     acks=leader lease may still run)
  *   STALE_FOLLOWER_HWM (review 5, item 3: the HWM a follower learned survives truncation,
  *     a new leader keeps it, a report beyond the log is accepted, acks follow the HWM)
  * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
@@ -119,6 +121,9 @@
 #endif
 #ifndef MAX_BWF
 #define MAX_BWF 0       /* failed writes of a follower's ballot (review 5, item 5) */
+#endif
+#ifndef MAX_NQ
+#define MAX_NQ 0        /* no-quorum reports of an Active leader (review 5, item 6) */
 #endif
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 255  /* total budget over all fault kinds */
@@ -240,6 +245,17 @@ byte abgen;                      /* the generation the last abandon issued (0: n
 
 /* ---- fault counters ---- */
 byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nroll, nsnap, nrsi, nse, ndrain, naband, nbwf;
+#if MAX_NQ > 0
+/* Review 5, item 6: the per-shard lease under which a leader acknowledges
+   acks=leader publishes on its own copy (renewed by heartbeat replies while it
+   is the Active pinned leader), and the control plane's no-quorum state: it
+   stopped renewing that lease after the leader reported no quorum. */
+bit llease[N];
+bit nq; byte nnq;
+#define LLEASE(b) llease[b]
+#else
+#define LLEASE(b) 0
+#endif
 
 hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 
@@ -308,7 +324,13 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
    shows consumers an HWM below the maximum HWM the control plane has accepted */
 #define CURPIN(x) (br[x].lg == cgen && pl[cgen] == x && pcid[cgen] == br[x].cid && pinc[cgen] == br[x].inc)
 #define INV_HWMMAX(x) (!CURPIN(x) || br[x].hwm >= maxhwm)
-#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x)))
+/* LeaderAcksExclusive (review 5, item 6): no process acknowledges acks=leader
+   publishes on its own copy (serving under its per-shard lease) while a
+   process of a newer generation serves */
+#define NEWER_SERVES(x) ((LEADS(0) && br[0].lg > br[x].lg) || (LEADS(1) && br[1].lg > br[x].lg) || \
+                         (LEADS(2) && br[2].lg > br[x].lg))
+#define INV_LACK(x) (!LLEASE(x) || !NEWER_SERVES(x))
+#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x) && INV_LACK(x)))
 
 /* The observer: executable only in a state that breaks an invariant; it then
    says which one and fails.  (OneLeaderPerGeneration is asserted in Acknowledge.) */
@@ -324,6 +346,11 @@ active proctype invariants() {
            :: else
            fi
          }
+         if
+         :: !INV_LACK(vx) ->
+            printf("VIOLATION LeaderAcksExclusive: broker %d acknowledges acks=leader in generation %d under its lease while a newer generation serves\n", vx, br[vx].lg)
+         :: else
+         fi;
          if
          :: !INV_HWMMAX(vx) ->
             printf("VIOLATION HwmNotBelowMax: the pinned leader %d of generation %d shows HWM %d below the maximum HWM %d\n", vx, cgen, br[vx].hwm, maxhwm)
@@ -387,7 +414,11 @@ inline idle_fence(b) {
   for (vk : 0 .. N-1) { br[b].acid[vk] = 0; br[b].agen[vk] = 0; br[b].alen[vk] = 0 }
 }
 inline go_idle(b) {      /* phase 0: neither fencing nor serving */
-  br[b].ph = 0; br[b].lg = 0; idle_serve(b); idle_fence(b)
+  br[b].ph = 0; br[b].lg = 0; idle_serve(b); idle_fence(b);
+#if MAX_NQ > 0
+  llease[b] = 0;
+#endif
+  skip
 }
 
 #ifdef TOKEN_AFTER_ERROR
@@ -919,6 +950,9 @@ inline LeaseLapse(b) {
     if :: UP(b) && !br[b].cut -> nlapse++ :: else fi;
     printf("LeaseLapse(%d)\n", b);
     lease[b] = 0;
+#if MAX_NQ > 0
+    llease[b] = 0;   /* counted from the send, the per-shard lease ends before the control plane's */
+#endif
     skip }
 }
 
@@ -951,8 +985,33 @@ inline Heal(b) {
 
 inline Drain(l) {
   d_step { LEADS(l) && FAULT && ndrain < MAX_DRAIN && pl[cgen] == l && br[l].lg == cgen ->
-    ndrain++; nfault++; drain = 1; printf("Drain(%d): hand-off requested\n", l); skip }
+    ndrain++; nfault++; drain = 1; printf("Drain(%d): hand-off requested\n", l);
+#if MAX_NQ > 0
+    llease[l] = 0;   /* a drainer refuses producers */
+#endif
+    skip }
 }
+
+/* Review 5, item 6: the acks=leader lease.  RenewLease: a heartbeat reply renews
+   the Active pinned leader's per-shard lease, unless the control plane stopped
+   renewing it (renew_lease: false).  LeaseExpire: time passes.  NoQuorum: the
+   leader reports written records no majority has held for more than a lease
+   (its followers are slow or cut off; the model lets it happen at any time). */
+#if MAX_NQ > 0
+inline RenewLease(l) {
+  d_step { LEADS(l) && !llease[l] && CURPIN(l) && act[cgen] && lease[l] && !br[l].cut && !nq && !drain ->
+    llease[l] = 1; printf("RenewLease(%d): acks=leader lease for generation %d\n", l, cgen); skip }
+}
+inline LeaseExpire(l) {
+  d_step { llease[l] -> llease[l] = 0; printf("LeaseExpire(%d)\n", l); skip }
+}
+inline NoQuorum(l) {
+  d_step { LEADS(l) && CURPIN(l) && act[cgen] && lease[l] && !nq && nnq < MAX_NQ ->
+    nnq++; nq = 1;
+    printf("NoQuorum(%d): the control plane stops renewing its lease; the shard moves once it has passed\n", l);
+    skip }
+}
+#endif
 
 /* ---------------- placement ---------------- */
 #ifdef NO_ID_CHECK_IN_PLACEMENT
@@ -963,8 +1022,15 @@ inline Drain(l) {
 #define CAUGHTUP(r) (TRUSTED(r) && mlen[r] >= maxhwm)
 #define INVMATCH(r) (TRUSTED(r) && icid[r] == mcid[r] && ilen[r] >= maxhwm && (maxhwm == 0 || igen[r] >= hwmgen))
 #define ELIGIBLE(r) (lease[r] && (CAUGHTUP(r) || INVMATCH(r)))
+#if MAX_NQ > 0 && defined(NQ_MOVE_AT_ONCE)
+#define NQ_MOVE nq
+#elif MAX_NQ > 0
+#define NQ_MOVE (nq && !llease[pl[cgen]])   /* once the lease it no longer renews has passed */
+#else
+#define NQ_MOVE 0
+#endif
 #define TRIGGER (!lease[pl[cgen]] || reginc[pl[cgen]] != pinc[cgen] || regcid[pl[cgen]] != pcid[cgen] || \
-                 drain || ftmo || seen > cgen)
+                 drain || ftmo || seen > cgen || NQ_MOVE)
 #ifdef RANK_BY_OFFSET
 #define RANKGT(g1,n1,g2,n2) ((n1) > (n2))
 #else
@@ -990,6 +1056,9 @@ inline assign(r0, recl) {
     fi
   }
   drain = 0; ftmo = 0; rclg = recl; abg = 0;
+#if MAX_NQ > 0
+  nq = 0;
+#endif
 #if MAX_ROLL > 0
   asgi = cpi;
 #endif
@@ -1388,6 +1457,11 @@ init {
   PER_B(Partition)
   PER_B(Heal)
   PER_B(Drain)
+#if MAX_NQ > 0
+  PER_B(RenewLease)
+  PER_B(LeaseExpire)
+  PER_B(NoQuorum)
+#endif
   PER_B(Promote)
   :: Reclaim()
 #if MAX_ABANDON > 0

@@ -129,9 +129,13 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
    * per-shard leases its last heartbeat renewed. Its shards move once those
    * have passed (leader_lost). Set once: two live processes registering in
    * turn under one id must not extend the wait for ever (found by the review). */
-  if (!same_dir && !l->has_predecessor && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
-    l->has_predecessor = true;
-    l->predecessor_renewed_ms = l->renewed_ms;
+  if (!same_dir && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
+    /* An operator must hear of it: two live processes under one --id
+     * register in turn, each taking the other's shards away. */
+    cp_log("warn", "a broker registered from another directory or boot while its previous process was alive: "
+           "its shards move once that process's lease has passed; if both run, stop one (two processes with one --id)",
+           "broker", b.id, "storage_id", r->storage_id, NULL);
+    if (!l->has_predecessor) l->has_predecessor = true, l->predecessor_renewed_ms = l->renewed_ms;
   }
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);

@@ -232,7 +232,7 @@ with open(sys.argv[1], "r+b") as fh:
   make_data
   size=$(stat -c %s "$SHARD/ballot")
   truncate -s $((size - 1)) "$SHARD/ballot"
-  last=$(($(grep -bo '^leader_incarnation=' "$SHARD/ballot" | cut -d: -f1)))
+  last=$(($(tail -n 1 "$SHARD/ballot" | cut -d= -f1 | xargs -I{} grep -bo '^{}=' "$SHARD/ballot" | cut -d: -f1))) # the last line's byte
   run -6 inspect --json verify d
   assert_equal "$(problems)" "$SHARD/ballot $last bad_ballot false"
 }
