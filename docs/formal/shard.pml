@@ -251,7 +251,7 @@ byte nfault, nrack, ncrash, nlost, nkill, nwipe, ndel, nlapse, npart, ncpr, nrol
    is the Active pinned leader), and the control plane's no-quorum state: it
    stopped renewing that lease after the leader reported no quorum. */
 bit llease[N];
-bit nq; byte nnq;
+bit nq; bit nqp; byte nnq;   /* nqp: a lease has passed on the control plane's clock since renewals stopped */
 #define LLEASE(b) llease[b]
 #else
 #define LLEASE(b) 0
@@ -1005,6 +1005,15 @@ inline RenewLease(l) {
 inline LeaseExpire(l) {
   d_step { llease[l] -> llease[l] = 0; printf("LeaseExpire(%d)\n", l); skip }
 }
+/* The control plane's wait of one lease on its lease clock from the moment it
+   stopped renewing ends.  Timing, abstracted: a lease the leader took from a
+   reply sent before the stop ends before that wait does (counted from the
+   request's send, shorter than the lease), so the wait ends only once the
+   leader holds no lease.  A renewal after the stop would break this. */
+inline NoQuorumWaitOver(l) {
+  d_step { nq && !nqp && pl[cgen] == l && !llease[l] ->
+    nqp = 1; printf("NoQuorumWaitOver(%d): a lease has passed since renewals stopped\n", l); skip }
+}
 inline NoQuorum(l) {
   d_step { LEADS(l) && CURPIN(l) && act[cgen] && lease[l] && !nq && nnq < MAX_NQ ->
     nnq++; nq = 1;
@@ -1025,7 +1034,7 @@ inline NoQuorum(l) {
 #if MAX_NQ > 0 && defined(NQ_MOVE_AT_ONCE)
 #define NQ_MOVE nq
 #elif MAX_NQ > 0
-#define NQ_MOVE (nq && !llease[pl[cgen]])   /* once the lease it no longer renews has passed */
+#define NQ_MOVE (nq && nqp)   /* once the lease it no longer renews has passed (decide.c unrenewed_until_ms) */
 #else
 #define NQ_MOVE 0
 #endif
@@ -1057,7 +1066,7 @@ inline assign(r0, recl) {
   }
   drain = 0; ftmo = 0; rclg = recl; abg = 0;
 #if MAX_NQ > 0
-  nq = 0;
+  nq = 0; nqp = 0;
 #endif
 #if MAX_ROLL > 0
   asgi = cpi;
@@ -1461,6 +1470,7 @@ init {
   PER_B(RenewLease)
   PER_B(LeaseExpire)
   PER_B(NoQuorum)
+  PER_B(NoQuorumWaitOver)
 #endif
   PER_B(Promote)
   :: Reclaim()

@@ -136,6 +136,7 @@ typedef struct broker {
   atomic_bool token_created; /* this run's boot token exists (write_running) */
   char rotate_reason[256];
   char previous_sid[33]; /* the storage id this start rotated away from ("" if none): said at registration */
+  int unread_copies;     /* shard directories refused at start before their ballots were read */
   shard *shards;
   leader_entry *leaders;
   size_t nleaders;

@@ -76,6 +76,7 @@ static char *register_body(broker *b, const char *inventory) {
   cJSON_AddBoolToObject(j, "rotated", b->rotated);
   /* This directory's own earlier id: the old process was the lock holder. */
   if (b->previous_sid[0]) cJSON_AddStringToObject(j, "previous_storage_id", b->previous_sid);
+  cJSON_AddNumberToObject(j, "unread_copies", b->unread_copies); /* counted at start, before this thread ran */
   cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
   char *s = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);

@@ -4,7 +4,6 @@
  * buffered until the reply is written, so replies keep request order. A
  * connection is freed only when it is closed and no reply is still owed
  * (refs), because on_commit replies complete later on the thread pool. */
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +172,11 @@ int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
  * found by the review); connections wait in the backlog and are served once
  * registered (broker_net_listen), as Kafka's acceptor does. libuv reports a
  * taken port only at uv_listen, so this is a plain socket libuv adopts. */
+/* Connections wait in the backlog until the registration: every leader of
+ * every replicated shard links to each follower at once, so 128 was too few
+ * at 1,024 shards (found by the review); the kernel caps it at somaxconn. */
+#define DATA_BACKLOG 4096
+
 int broker_net_reserve(broker *b) {
   struct sockaddr_storage ss;
   if (broker_parse_addr(b->cfg.listen, &ss) != 0) {
@@ -182,7 +186,7 @@ int broker_net_reserve(broker *b) {
   int one = 1, fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   socklen_t len = ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
   if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-      bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, 128) != 0) {
+      bind(fd, (struct sockaddr *)&ss, len) != 0 || listen(fd, DATA_BACKLOG) != 0) {
     felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", strerror(errno), NULL);
     if (fd >= 0) close(fd);
     return -1;
@@ -192,12 +196,12 @@ int broker_net_reserve(broker *b) {
 }
 
 int broker_net_listen(broker *b) {
-  assert(b->listen_fd >= 0); /* bound at start (broker_net_reserve) */
+  if (b->listen_fd < 0) return -1; /* taken at start; gone if an earlier attempt failed */
   uv_tcp_init(b->loop, &b->server);
   b->server.data = b;
   int rc = uv_tcp_open(&b->server, b->listen_fd);
   if (!rc) b->listen_fd = -1; /* libuv owns it now */
-  if (!rc) rc = uv_listen((uv_stream_t *)&b->server, 128, on_connection);
+  if (!rc) rc = uv_listen((uv_stream_t *)&b->server, DATA_BACKLOG, on_connection);
   if (rc) {
     felix_log_event("error", "cannot listen", "listen", b->cfg.listen, "reason", uv_strerror(rc), NULL);
     uv_close((uv_handle_t *)&b->server, NULL); /* it owns the socket if uv_tcp_open took it */

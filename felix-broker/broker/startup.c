@@ -135,6 +135,8 @@ int broker_open_shards(broker *b) {
   for (size_t i = 0; i < n; i++) broker_open_shards_one(b, names[i]);
   felix_free_names(names, n);
   refuse_duplicates(b);
+  for (shard *s = b->shards; s; s = s->next) /* the inventory cannot name them (no ids): registration says how many */
+    b->unread_copies += s->refused && !felix_hex_valid(s->ballot.copy_id, 32);
   return 0;
 }
 

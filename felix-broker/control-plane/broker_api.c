@@ -151,6 +151,7 @@ static bool valid_fsync_mode(const char *m) {
 static bool read_register(const cJSON *o, cp_register_req *r, char *why) {
   char host[256], port[16];
   r->boot_id = r->http_address = r->previous_storage_id = "";
+  r->unread_copies = 0;
   r->rotated = false;
   if (!cpj_string(o, "broker_id", true, 64, &r->broker_id, why, WHY_CAP) ||
       !cpj_string(o, "storage_id", true, 32, &r->storage_id, why, WHY_CAP) ||
@@ -159,6 +160,7 @@ static bool read_register(const cJSON *o, cp_register_req *r, char *why) {
       !cpj_string(o, "address", true, 255, &r->address, why, WHY_CAP) ||
       !cpj_string(o, "http_address", false, 255, &r->http_address, why, WHY_CAP) ||
       !cpj_string(o, "previous_storage_id", false, 32, &r->previous_storage_id, why, WHY_CAP) ||
+      !cpj_int(o, "unread_copies", false, 0, 1000000000, &r->unread_copies, why, WHY_CAP) ||
       !cpj_bool(o, "rotated", false, &r->rotated, why, WHY_CAP))
     return false;
   if (!cp_valid_name(r->broker_id))

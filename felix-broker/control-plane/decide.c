@@ -248,7 +248,7 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   bool replaced = strcmp(b.incarnation, sh->leader_incarnation) != 0;
   if (!cp_broker_alive(cp, b.id)) {
     snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
-  } else if (replaced && cp_predecessor_may_hold_lease(cp, b.id)) {
+  } else if (replaced && cp_predecessor_may_hold_lease(cp, b.id, sh->leader_incarnation)) {
     /* Review 5, item 6: the pinned process may be alive elsewhere and
      * acknowledge acks=leader publishes until its lease passes, whatever the
      * process that replaced it does (drains, say). */

@@ -69,7 +69,7 @@ out:
  * first registration, or the same directory (its id, or one rotated from it)
  * on the same boot, whose lock the old process held. */
 static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_broker_row *b, bool *new_storage,
-                                 bool *same_dir, cp_outcome *out, felix_err *err) {
+                                 bool *same_dir, char old_incarnation[CP_INC_MAX], cp_outcome *out, felix_err *err) {
   bool found;
   char who[CP_ID_MAX];
   if (cp_store_broker_get(cp->store, r->broker_id, b, &found, err) || live_duplicate(cp, r, who, err))
@@ -82,6 +82,7 @@ static felix_status register_txn(cp_state *cp, const cp_register_req *r, cp_brok
   char old_storage[CP_HEX_MAX], old_boot[sizeof b->boot_id];
   snprintf(old_storage, sizeof old_storage, "%s", found ? b->storage_id : "");
   snprintf(old_boot, sizeof old_boot, "%s", found ? b->boot_id : "");
+  snprintf(old_incarnation, CP_INC_MAX, "%s", found ? b->incarnation : "");
   if (!found) memset(b, 0, sizeof *b);
   snprintf(b->id, sizeof b->id, "%s", r->broker_id);
   snprintf(b->storage_id, sizeof b->storage_id, "%s", r->storage_id);
@@ -111,9 +112,10 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   felix_err err;
   cp_broker_row b;
   bool new_storage = false, same_dir = false;
+  char old_incarnation[CP_INC_MAX] = "";
   cp_outcome_ok(out, 200);
   incarnation[0] = '\0';
-  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, &same_dir, out, &err) ||
+  if (cp_store_begin(cp->store, &err) || register_txn(cp, r, &b, &new_storage, &same_dir, old_incarnation, out, &err) ||
       out->status != 200 ||
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
@@ -135,12 +137,16 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
     cp_log("warn", "a broker registered from another directory or boot while its previous process was alive: "
            "its shards move once that process's lease has passed; if both run, stop one (two processes with one --id)",
            "broker", b.id, "storage_id", r->storage_id, NULL);
-    if (!l->has_predecessor) l->has_predecessor = true, l->predecessor_renewed_ms = l->renewed_ms;
+    cp_note_predecessor(l, old_incarnation, l->renewed_ms);
   }
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);
   cp_apply_inventory(cp, &b, r->inv, r->ninv, true);
-  if (r->has_inventory && !new_storage) cp_forget_missing_copies(cp, &b); /* a new storage id forgot them all */
+  /* A directory the broker could not read (EMFILE, EIO on its ballot) is not
+   * in the inventory either: nothing is "missing" until all were read (found
+   * by the review: an intact R=1 copy was forgotten and its shard stuck). A
+   * new storage id forgot them all already. */
+  if (r->has_inventory && r->unread_copies == 0 && !new_storage) cp_forget_missing_copies(cp, &b);
   cp_reevaluate_all(cp); /* a pinned leader that registered again is lost (§4.6) */
 }
 

@@ -259,19 +259,41 @@ bool cp_waiting_for_inventories(cp_state *cp) {
   return waiting;
 }
 
-bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id) {
+bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id, const char *incarnation) {
   cp_live *l = cp_live_get(cp, id, false);
-  return l && l->has_predecessor;
+  for (int i = 0; l && i < l->npredecessors; i++)
+    if (!strcmp(l->predecessors[i].incarnation, incarnation)) return true;
+  return false;
+}
+
+void cp_note_predecessor(cp_live *l, const char *incarnation, uint64_t renewed_ms) {
+  for (int i = 0; i < l->npredecessors; i++)
+    if (!strcmp(l->predecessors[i].incarnation, incarnation)) return; /* taken once: its renewals ended then */
+  if (l->npredecessors == CP_MAX_PREDECESSORS) { /* the oldest renewal passes first */
+    memmove(&l->predecessors[0], &l->predecessors[1], (CP_MAX_PREDECESSORS - 1) * sizeof l->predecessors[0]);
+    l->npredecessors--;
+  }
+  struct cp_predecessor *p = &l->predecessors[l->npredecessors++];
+  snprintf(p->incarnation, sizeof p->incarnation, "%s", incarnation);
+  p->renewed_ms = renewed_ms;
+}
+
+/* Forgets replaced processes whose leases have passed; true if any went. */
+static bool expire_predecessors(cp_state *cp, cp_live *l) {
+  int kept = 0;
+  for (int i = 0; i < l->npredecessors; i++)
+    if (felix_lease_alive(l->predecessors[i].renewed_ms, cp->clock.now_ms, cp->lease_ms))
+      l->predecessors[kept++] = l->predecessors[i];
+  bool gone = kept != l->npredecessors;
+  l->npredecessors = kept;
+  return gone;
 }
 
 static bool notice_lapses(cp_state *cp) {
   bool changed = false;
   for (size_t i = 0; i < cp->nlive; i++) {
     cp_live *l = &cp->live[i];
-    if (l->has_predecessor && !felix_lease_alive(l->predecessor_renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
-      l->has_predecessor = false; /* its shards may move now (leader_lost) */
-      changed = true;
-    }
+    if (expire_predecessors(cp, l)) changed = true; /* their shards may move now (leader_lost) */
     bool alive = felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
     if (l->was_alive && !alive) {
       felix_err err;

@@ -48,15 +48,21 @@ typedef struct cp_inv_entry {
 int64_t cp_inv_generation_at(const cp_inv_entry *e, int64_t offset);
 
 /* What the control plane knows of a broker only while it runs. */
+#define CP_MAX_PREDECESSORS 8 /* replaced processes remembered per broker id (the oldest goes first) */
+
 typedef struct cp_live {
   char id[CP_ID_MAX];
   uint64_t renewed_ms;  /* lease clock time of the last renewal */
   bool was_alive;       /* at the previous tick: lapses are noticed once */
   bool draining;        /* its heartbeat says it is draining: hand its shards off (§4.9) */
-  /* Lease clock time of the last renewal of a process this id replaced under
-   * another storage id, while that lease may run: review 5, item 6. */
-  bool has_predecessor;
-  uint64_t predecessor_renewed_ms;
+  /* Processes this id replaced from another directory or boot while their
+   * leases may run (review 5, item 6): each incarnation with the lease clock
+   * time of its last renewal. A shard pinned to one waits for its lease. */
+  struct cp_predecessor {
+    char incarnation[CP_INC_MAX];
+    uint64_t renewed_ms;
+  } predecessors[CP_MAX_PREDECESSORS];
+  int npredecessors;
   cp_inv_entry *inv;
   size_t ninv;
 } cp_live;
@@ -131,9 +137,11 @@ void cp_state_close(cp_state *cp);
 void cp_state_tick(cp_state *cp, uint64_t real_now_ms);
 
 bool cp_broker_alive(cp_state *cp, const char *id);
-/* A process this broker id replaced under another storage id may still hold
- * per-shard leases: its shards wait (review 5, item 6). */
-bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id);
+/* The process `incarnation` of broker id, replaced from another directory or
+ * boot, may still hold per-shard leases: its shards wait (review 5, item 6). */
+bool cp_predecessor_may_hold_lease(cp_state *cp, const char *id, const char *incarnation);
+/* Remembers the replaced process `incarnation`, last renewed at renewed_ms. */
+void cp_note_predecessor(cp_live *l, const char *incarnation, uint64_t renewed_ms);
 /* Alive and not draining: may take a role. */
 bool cp_broker_may_lead(cp_state *cp, const char *id);
 bool cp_broker_draining(cp_state *cp, const char *id);
@@ -178,6 +186,7 @@ typedef struct cp_register_req {
   const char *previous_storage_id; /* the id this directory rotated away from ("" if none) */
   bool rotated;
   bool has_inventory; /* the registration carried an inventory (an empty one still says "nothing") */
+  int64_t unread_copies; /* shard directories the broker refused before it could read their ballots */
   const cp_inv_entry *inv;
   size_t ninv;
 } cp_register_req;

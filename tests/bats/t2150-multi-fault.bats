@@ -287,3 +287,31 @@ not_refused() { [ "$(replica_field "$1" refused)" = false ]; }
   produce_acked 6 10
   acked_readable
 }
+
+@test "8: a copy whose ballot cannot be read at one start (EMFILE) is not taken for deleted: R=1 is Active again once it reads" {
+  cp_start
+  rbroker_start 1
+  wait_until 60 brokers_alive 1
+  run -0 "$CTL" stream create r --shards 1 --replicas 1
+  wait_until 60 shard_is r/0 Active
+  : >"$C/acked"
+  : >"$C/seen"
+  produce_acked 1 5
+  stop_process b1 TERM
+  echo "open EMFILE */shards/r_0-*/ballot" >"$C/rules.b1"
+  lines=$(($(wc -l <"$C/cp.log") + 1))
+  blines=$(($(wc -l <"$C/b1.log") + 1))
+  rbroker_start 1
+  wait_until 30 log_since "$blines" "$C/b1.log" "shard copy refused"
+  wait_until 30 log_since "$lines" "$C/cp.log" "b1 registered as incarnation"
+  # Once, the copy it could not read counted as deleted: forgotten, a stranger
+  # no R=1 leader can ever measure, the shard stuck for an operator's abandon.
+  run ! log_since "$lines" "$C/cp.log" "of r/0 on b1 is missing from its registration's inventory"
+  stop_process b1 TERM
+  rm -f "$C/rules.b1"
+  rbroker_start 1
+  wait_until 60 shard_is r/0 Active
+  [ "$(replica_field b1 stranger)" = false ]
+  produce_acked 6 10
+  acked_readable
+}

@@ -79,7 +79,8 @@ static bool ballot_equal(const felix_ballot *a, const felix_ballot *b) {
          strcmp(a->stream_uuid, b->stream_uuid) == 0 && a->generation == b->generation &&
          a->has_leader == b->has_leader && strcmp(a->leader, b->leader) == 0 &&
          strcmp(a->leader_copy_id, b->leader_copy_id) == 0 &&
-         strcmp(a->leader_incarnation, b->leader_incarnation) == 0;
+         strcmp(a->leader_incarnation, b->leader_incarnation) == 0 && a->has_shard == b->has_shard &&
+         (!a->has_shard || a->shard == b->shard);
 }
 
 static void fuzz_ballot(const char *buf, size_t len) {

@@ -168,21 +168,25 @@ static inline cJSON *assignment_for(fx *f, const char *instance, int i) {
   return a;
 }
 
-/* Three brokers registered and "orders" (one shard, R = 3) created. */
-static inline void created_orders(fx *f) {
-  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
+/* "orders" (one shard, R = 3, the ack policy acks) created. */
+static inline void create_orders(fx *f, const char *acks) {
   cp_stream_row s;
   cp_outcome o;
-  cp_stream_create(&f->cp, "orders", 1, 3, "quorum", &s, &o);
+  cp_stream_create(&f->cp, "orders", 1, 3, acks, &s, &o);
   assert_int_equal(o.status, 201);
   snprintf(f->uuid, sizeof f->uuid, "%s", s.uuid);
 }
 
-/* created_orders, its empty copies listed (instance INST1), generation 1
- * Active at HWM hwm with every copy measured there; returns the leader's
+/* Three brokers registered and "orders" (quorum) created. */
+static inline void created_orders(fx *f) {
+  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
+  create_orders(f, "quorum");
+}
+
+/* The created "orders": its empty copies listed (instance INST1), generation
+ * 1 Active at HWM hwm with every copy measured there; returns the leader's
  * index. */
-static inline int active_orders(fx *f, int64_t hwm) {
-  created_orders(f);
+static inline int lead_orders(fx *f, int64_t hwm) {
   for (int i = 0; i < 3; i++) {
     cp_inv_entry e = inv(f, copies[i], 0, 0, INST1);
     heartbeat(f, i, &e);
@@ -193,6 +197,12 @@ static inline int active_orders(fx *f, int64_t hwm) {
   assert_int_equal(report(f, a, 1, 1, hwm, copies, why), 1);
   assert_string_equal(shard0(f).state, "Active");
   return a;
+}
+
+/* created_orders, then lead_orders. */
+static inline int active_orders(fx *f, int64_t hwm) {
+  created_orders(f);
+  return lead_orders(f, hwm);
 }
 
 #endif

@@ -153,6 +153,29 @@ static void two_live_processes_registering_in_turn_do_not_block_for_ever(void **
   assert_int_equal(shard0(f).generation, 2);
 }
 
+/* Found by the second review: each replaced process has its own lease. P1 of
+ * every broker is alive when P2 of each registers from another directory (a
+ * wait begins for P1); "orders" (acks=leader) is then led by P2 of some id,
+ * Active, renewing its lease; 4 s later P3 of that id registers from a third
+ * directory. The shard must wait for P2's lease, not for P1's (which ends a
+ * second later): once, generation 2 came 1 s after P2's last renewal. */
+static void a_second_replacement_waits_for_the_process_it_replaces(void **state) {
+  fx *f = *state;
+  static const char *const other[3] = {"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa2",
+                                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa3"};
+  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, sids[i], NULL, 0), 200);
+  tick_all(f);
+  uint64_t t0 = f->t;
+  for (int i = 0; i < 3; i++) assert_int_equal(do_register(f, i, other[i], NULL, 0), 200);
+  create_orders(f, "leader");
+  int a = lead_orders(f, 5);
+  while (f->t - t0 < 4000) tick_all(f); /* P2 renews its lease each tick */
+  assert_true(renews_lease(f, a));
+  uint64_t last_renewal = f->t;
+  assert_int_equal(do_register(f, a, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", NULL, 0), 200); /* P3 */
+  moves_once_the_lease_has_passed(f, last_renewal, "a second replacement");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
@@ -162,6 +185,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(the_same_directory_on_another_boot_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(a_rotation_on_the_same_boot_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(two_live_processes_registering_in_turn_do_not_block_for_ever, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_second_replacement_waits_for_the_process_it_replaces, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
