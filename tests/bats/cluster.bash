@@ -93,6 +93,13 @@ generation_above() { [ "$(shard_generation "$1")" -gt "$2" ]; }
 # wait_exit PID SECONDS — waits for a process (not our child) to exit.
 wait_exit() { wait_until "$2" bash -c "! kill -0 $1 2>/dev/null"; }
 
+# this_start_says NAME PATTERN — PATTERN is in NAME's log among the lines of its
+# latest start (from its last `msg=starting` line on). The logs are appended
+# across restarts: a plain grep would match an earlier start's line.
+this_start_says() {
+  awk '/ msg=starting /{n = 0} {l[n++] = $0} END {for (i = 0; i < n; i++) print l[i]}' "$C/$1.log" | grep -q "$2"
+}
+
 # stop_process NAME SIGNAL — signals a process and waits for it to go.
 stop_process() {
   local pid

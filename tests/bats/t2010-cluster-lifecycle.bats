@@ -53,7 +53,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   wait_until 60 generation_above s/0 1
   wait_until 60 shard_is s/0 Active
   [ "$(storage_id_of "$LEADER")" = "$sid" ]
-  grep -q 'msg="storage id kept"' "$C/$LEADER.log"
+  this_start_says "$LEADER" 'msg="storage id kept"' || fail "$LEADER's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$LEADER.log")"
   [ "$(consumed)" -eq 500 ]
   seq 501 510 | "$CTL" produce s --shard 0
   [ "$(consumed)" -eq 510 ]
@@ -69,7 +69,7 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   new=$(storage_id_of "$LEADER")
   [ "$new" != "$sid" ]
   [ "$(cat "$C/$LEADER/storage-id")" = "$new" ]
-  grep -q 'msg="storage id rotated"' "$C/$LEADER.log"
+  this_start_says "$LEADER" 'msg="storage id rotated"' || fail "$LEADER's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$LEADER.log")"
   run -0 "$CTL" broker list
   assert_output --partial "$new"
   # one replica, its only copy now a stranger: the shard waits, never serves a short copy

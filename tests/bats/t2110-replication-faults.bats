@@ -32,7 +32,7 @@ teardown() {
   wait_until 60 generation_above r/0 1
   wait_until 60 shard_is r/0 Active
   [ "$("$CTL" -o json broker list | jget "[b['storage_id'] for b in j if b['id'] == '$L'][0]")" = "$sid_l" ]
-  grep -q 'msg="storage id kept"' "$C/$L.log"
+  this_start_says "$L" 'msg="storage id kept"' || fail "$L's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$L.log")"
   acked_readable
   produce_acked 301 400
   acked_readable
@@ -62,7 +62,7 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 30 is_stranger "$V"
   wait_until 30 brokers_alive 2
   wait_until 30 grep -q "copy .* of r/0 on $V joins as a stranger" "$C/cp.log"
-  grep -q 'msg="storage id rotated"' "$C/$V.log"
+  this_start_says "$V" 'msg="storage id rotated"' || fail "$V's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$V.log")"
   run -0 "$CTL" -o json shard describe r/0
   detail=$(echo "$output" | jget 'j["detail"]')
   [[ $detail == *"$V: a stranger"* ]] || fail "$detail"
@@ -155,17 +155,17 @@ scenario_3() {
 @test "3: a leader loses power and restarts at once: a caught-up follower leads at a new generation, no acknowledged offset reused" {
   scenario_3 "${LONG[@]}" --
   wait_until 60 leader_is_not "$L"
-  grep -q 'msg="storage id rotated"' "$C/$L.log"
+  this_start_says "$L" 'msg="storage id rotated"' || fail "$L's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$L.log")"
 }
 
 @test "3 on_commit: the leader's synced copy keeps its ids across the power cut; nothing acknowledged is lost" {
   scenario_3 --fsync-mode on_commit -- --fsync-mode on_commit
-  grep -q 'msg="storage id kept"' "$C/$L.log"
+  this_start_says "$L" 'msg="storage id kept"' || fail "$L's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$L.log")"
 }
 
 @test "3 mixed: an on_commit leader with periodic followers loses power; nothing acknowledged is lost" {
   scenario_3 --fsync-mode on_commit --
-  grep -q 'msg="storage id kept"' "$C/$L.log"
+  this_start_says "$L" 'msg="storage id kept"' || fail "$L's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$L.log")"
 }
 
 @test "1 on_commit: the follower's synced copy survives the power cut with its ids and heals the shard with no operator" {
@@ -183,7 +183,7 @@ scenario_3() {
   rbroker_start "${W#b}" --fsync-mode on_commit
   wait_until 60 generation_above r/0 1
   wait_until 60 shard_is r/0 Active
-  grep -q 'msg="storage id kept"' "$C/$V.log"
+  this_start_says "$V" 'msg="storage id kept"' || fail "$V's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$V.log")"
   [ "$(leader_of)" = "$V" ] # the only copy that holds the record
   acked_readable
 }
@@ -317,7 +317,7 @@ scenario_7() {
   rbroker_start "${L#b}"
   wait_until 60 generation_above r/0 "$g"
   wait_until 60 shard_is r/0 Active
-  grep -q 'msg="storage id kept"' "$C/$L.log"
+  this_start_says "$L" 'msg="storage id kept"' || fail "$L's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$L.log")"
   # The restarted process never leads generation $g: it is another process.
   [ "$(grep -c "msg=leading shard=r_0-[0-9a-f]* generation=$g " "$C/$L.log")" -eq 1 ]
   acked_readable
@@ -383,7 +383,7 @@ scenario_7() {
   grep -q '^fail ' "$C/ledger.${F}"
   rm -f "$C/fail-sync"
   rbroker_start "${F#b}" --fsync-mode on_commit # the same boot, but no token: nothing vouches for its page cache
-  wait_until 60 grep -q 'msg="storage id rotated"' "$C/$F.log"
+  wait_until 60 this_start_says "$F" 'msg="storage id rotated"'
   wait_until 60 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
   [ "$(replica_field "$F" copy_id)" != "$old" ]
   wait_until 60 caught_up "$F"
