@@ -166,7 +166,8 @@ const ctl_command ctl_cmd_consume = {
             "SIGINT, and then exits 0.\n"
             "\n"
             "The shard's leader is found through the control plane (so --token-file\n"
-            "is needed); an unreachable broker exits 5, a shard without a leader 1,\n"
+            "is needed); an unreachable broker exits 5, a shard without a leader 1\n"
+            "(at NoCaughtUpReplica it says so: no copy can serve it),\n"
             "an OFFSET outside the shard's log 2.\n",
     .run = consume,
 };

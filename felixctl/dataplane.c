@@ -33,6 +33,17 @@ int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char
   ctl_reply r;
   if (rc || (rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(r.json, "leader_address");
+  char state_buf[64];
+  if (!strcmp(ctl_field(r.json, "state", state_buf), "NoCaughtUpReplica")) {
+    /* The pin stays, but no copy may serve: say so instead of trying it. */
+    char hint[256];
+    snprintf(hint, sizeof hint, "felixctl shard describe %s/%u names each copy and why; felixctl placement abandon %s/%u "
+             "decides, stating the records at risk", stream, shard, stream, shard);
+    rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u is NoCaughtUpReplica: no copy can serve it without losing "
+                   "committed records", stream, shard);
+    ctl_reply_free(&r);
+    return rc;
+  }
   if (cJSON_IsString(a) && a->valuestring[0] && strlen(a->valuestring) < cap) {
     strcpy(addr, a->valuestring);
     ctl_reply_free(&r);

@@ -17,6 +17,7 @@ run_suite() {
   [ "$f" -eq 0 ] || status=1
 }
 # `tee` hides the suite's exit code; failures are counted from its summary line.
+run_suite lint sh tests/lint/bats-negation.sh tests/bats/*.bats tests/bats/*.bash
 run_suite unit sh tests/run-unit.sh build/unit/test_*
 run_suite bats sh tests/run-bats.sh
 run_suite fuzz sh tests/fuzz/run.sh 5

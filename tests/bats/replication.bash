@@ -52,6 +52,15 @@ resume() { kill -CONT "$(pid_of "$1")"; }
 log_since() { tail -n +"$1" "$2" | grep -q "$3"; }
 leader_is_not() { local l; l=$(leader_of); [ -n "$l" ] && [ "$l" != "$1" ]; }
 
+# stuck_not_served_short — after `run "$CTL" consume r ...` on a shard no copy
+# can serve: exit 1 with the NoCaughtUpReplica error, and no record printed
+# (any failure used to pass, a crash or an unreachable broker included).
+stuck_not_served_short() {
+  [ "$status" -eq 1 ] || fail "consume exited $status (1 expected): $output"
+  [[ $output == *"shard r/0 is NoCaughtUpReplica: no copy can serve it"* ]] || fail "not the NoCaughtUpReplica error: $output"
+  [[ $output != *'"offset"'* ]] || fail "a record was served: $output"
+}
+
 # power_cut N — machine N loses power: SIGKILL, every unsynced byte of its
 # data directory is lost, and it boots with a new boot id. Asserts that the
 # ledger saw the broker's syncs (a bypass of libc could not pass silently).

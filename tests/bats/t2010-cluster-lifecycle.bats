@@ -103,10 +103,10 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   wait_until 60 generation_above s/0 1
   pid=$(pid_of "$LEADER")
   kill -TERM "$pid"
-  wait_until 10 grep -q 'msg=draining' "$C/$LEADER.log"
+  wait_until 10 this_start_says "$LEADER" 'msg=draining' # the first stop's line is in the log too
   kill -TERM "$pid"
   wait_exit "$pid" 30
-  grep -q 'already draining: signal ignored' "$C/$LEADER.log"
+  this_start_says "$LEADER" 'already draining: signal ignored' || fail "$(tail -n 5 "$C/$LEADER.log")"
   grep -q '^state=stopped$' "$C/$LEADER/run-state"
 }
 

@@ -95,7 +95,9 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 30 grep -q "msg=fencing shard=r_0-[0-9a-f]* generation=$(shard_generation r/0)" "$C/$E.log"
   # It asked both others: b$V answered under a copy id the assignment does not name.
   run "$CTL" consume r --shard 0 --count 1
-  [ "$status" -ne 0 ]
+  # Not served: the leader-elect only redirects while it fences (exit 1).
+  [ "$status" -eq 1 ] || fail "consume exited $status (1 expected): $output"
+  [[ $output == *"could not fetch now"* ]] || fail "$output"
   run ! grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$(shard_generation r/0)" "$C/$E.log"
   shard_is r/0 Fencing || shard_is r/0 NoCaughtUpReplica # after a lease the fence times out: E is passed over
   rbroker_start "${L#b}" "${LONG[@]}"  # same boot: its named copy answers and counts
@@ -456,7 +458,7 @@ scenario_7() {
   for n in 1 2 3; do wait_until 30 grep -q "copy .* of r/0 on b$n joins as a stranger" "$C/cp.log"; done
   wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q 'committed records are at risk'"
   run "$CTL" consume r --shard 0 --count 1
-  [ "$status" -ne 0 ] # stuck, not served short
+  stuck_not_served_short # exit 1 naming NoCaughtUpReplica, no record printed
   run -0 "$CTL" -o json placement abandon r/0 --dry-run
   g=$(echo "$output" | jget 'j["generation"]')
   copy=$(echo "$output" | jget 'j["chosen"]["expect_copy"]')
@@ -548,8 +550,11 @@ deposed_leader_with_a_longer_old_tail() {
   L=$(leader_of)
   g=$(shard_generation r/0)
   touch "$C/slow.$L" # its disk hangs: it cannot hold what it writes, so it acknowledges nothing (rule 2)
-  run timeout 30 "$CTL" produce r --shard 0 <<<"never-acked"
-  [ "$status" -ne 0 ]
+  run timeout 30 "$CTL" -o json produce r --shard 0 <<<"never-acked"
+  # Its disk hangs: no answer within felixctl's 5 s (exit 5), and nothing acknowledged.
+  [ "$status" -eq 5 ] || fail "produce exited $status (5 expected): $output"
+  [[ $output == *"did not answer within"* ]] || fail "$output"
+  [[ $output != *'"count": 1'* ]] || fail "acknowledged: $output"
   wait_until 60 generation_above r/0 "$g"
   wait_until 60 shard_is r/0 Active
   [ "$(leader_of)" != "$L" ]

@@ -103,7 +103,7 @@ abandon_would_choose() {
   wait_until 60 shard_is r/0 NoCaughtUpReplica
   wait_until 30 grep -q "copy .* of r/0 on b1 joins as a stranger" "$C/cp.log"
   run "$CTL" consume r --shard 0 --count 1
-  [ "$status" -ne 0 ] # stuck, not served short
+  stuck_not_served_short # exit 1 naming NoCaughtUpReplica, no record printed
   wait_until 30 abandon_would_choose b1
   run -0 "$CTL" -o json placement abandon r/0 --dry-run
   g=$(jget 'j["generation"]' <<<"$output")

@@ -72,6 +72,33 @@ one_stream() { # SHARDS
 tokens() { ls "$FELIX_RUNTIME_DIR" 2>/dev/null | grep -c '\.ok$' || true; }
 no_token() { [ "$(tokens)" -eq 0 ]; }
 b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
+# held_records — the HWMs of s/0 and s/1 added; held_more_than N K: above N + K.
+held_records() { echo $(($("$CTL" -o json shard describe s/0 | jget 'j["hwm"]') + $("$CTL" -o json shard describe s/1 | jget 'j["hwm"]'))); }
+held_more_than() { [ "$(held_records)" -gt $(($1 + $2)) ]; }
+
+# every_acknowledged_line_survives ROUNDS — for each producer k of each round,
+# the first `count` lines it sent (what felixctl says was acknowledged) are in
+# shard k % 2; fails naming the first missing line.
+every_acknowledged_line_survives() {
+  "$CTL" consume s --shard 0 >"$BATS_TEST_TMPDIR/s0" && "$CTL" consume s --shard 1 >"$BATS_TEST_TMPDIR/s1" ||
+    fail "cannot read the stream back"
+  python3 - "$BATS_TEST_TMPDIR" "$1" <<'PY'
+import json, os, sys
+d, rounds = sys.argv[1], int(sys.argv[2])
+held = [set(open(os.path.join(d, "s%d" % s)).read().split()) for s in (0, 1)]
+total = 0
+for r in range(1, rounds + 1):
+    for k in range(1, 7):
+        out = open(os.path.join(d, "acked.%d.%d" % (r, k))).read().strip()
+        n = json.loads(out.splitlines()[-1])["count"] if out else 0
+        total += n
+        for i in range(1, n + 1):
+            if "r%dp%d-%d" % (r, k, i) not in held[k % 2]:
+                sys.exit("acknowledged r%dp%d-%d (of %d) is not in s/%d" % (r, k, i, n, k % 2))
+if total == 0:
+    sys.exit("no producer had anything acknowledged: the drains were not tested under load")
+PY
+}
 
 # §3.2: "A failed fsync or syncfs means acknowledged data may not be on disk
 # even though the page cache still shows it. The broker fails closed: it first
@@ -151,10 +178,10 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
   seq 1 5 | "$CTL" produce s --shard 1
   sid=$(cat "$C/b1/storage-id")
   rm -rf "$C"/b1/shards/s_0-*
-  sleep 0.5 # the periodic flusher notices
-  run "$CTL" produce s --shard 0 <<<"lost"
-  [ "$status" -ne 0 ] # refused: that copy is gone
-  sleep 0.5
+  run "$CTL" produce s --shard 0 <<<"lost" # an append checks its directory first
+  [ "$status" -eq 1 ] || fail "produce exited $status (1 expected): $output"
+  [[ $output == *"was deleted: this copy is refused"* ]] || fail "$output"
+  wait_until 10 grep -q 'msg="shard copy refused" shard=s_0-' "$C/b1.log"
   b1_alive || fail "deleting the directory of s/0 made broker b1 exit: $(grep 'level=error' "$C/b1.log" | tail -n 1)"
   [ "$(tokens)" -ge 1 ] || fail "deleting the directory of s/0 removed the boot token: the next start rotates the storage id"
   run -0 "$CTL" produce s --shard 1 <<<"still-here"
@@ -173,13 +200,17 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
   one_stream 2
   local round clean=0 rounds=8
   for round in $(seq 1 $rounds); do
-    local pid producers=()
+    local pid producers=() before
     pid=$(pid_of b1)
+    before=$(held_records)
     for k in 1 2 3 4 5 6; do
-      (seq 1 200000 | "$CTL" produce s --shard $((k % 2)) >/dev/null 2>&1) &
+      # Each producer's own payloads; felixctl reports how many lines were
+      # acknowledged, in order, even when the drain cuts it off.
+      (seq 1 200000 | sed "s/^/r${round}p${k}-/" | "$CTL" -o json produce s --shard $((k % 2)) \
+        >"$BATS_TEST_TMPDIR/acked.$round.$k" 2>/dev/null) &
       producers+=($!)
     done
-    sleep 0.5
+    wait_until 10 held_more_than "$before" 500 # publishes are in flight
     kill -TERM "$pid"
     wait_exit "$pid" 30
     for k in "${producers[@]}"; do kill "$k" 2>/dev/null || true; wait "$k" 2>/dev/null || true; done
@@ -189,6 +220,7 @@ b1_alive() { kill -0 "$(pid_of b1)" 2>/dev/null; }
     wait_until 60 shard_is s/0 Active
     wait_until 60 shard_is s/1 Active
   done
+  every_acknowledged_line_survives "$rounds"
 }
 
 # (e) "a data directory that recovery refuses after an ordinary crash":
