@@ -122,7 +122,7 @@ formal:
 
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN)
-	@sh tests/run-all.sh
+	@BUILD=$(BUILD) sh tests/run-all.sh
 
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench

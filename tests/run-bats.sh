@@ -1,6 +1,9 @@
 #!/bin/sh
-# Runs every bats suite under tests/bats; prints "bats: N passed, N failed".
-# FELIX_BUILD points the suites at the binaries (default: ./build).
+# Runs every bats suite under tests/bats (FELIX_BATS_DIR to run another
+# folder's); prints "bats: N passed, N failed, N skipped" and the reason of
+# every skip. FELIX_BUILD points the suites at the binaries (default: ./build).
+# Each test is stopped after BATS_TEST_TIMEOUT seconds (default 600) and fails,
+# so one hang fails one test instead of stalling the run.
 #
 # The files run in FELIX_BATS_LANES lanes (default 2) at once: each lane runs
 # its files one after another, in a TMPDIR of its own and with its own half
@@ -16,11 +19,14 @@
 FELIX_BUILD=${FELIX_BUILD:-$(pwd)/build}
 export FELIX_BUILD
 lanes=${FELIX_BATS_LANES:-2}
+dir=${FELIX_BATS_DIR:-tests/bats}
+BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-600}
+export BATS_TEST_TIMEOUT
 case "$lanes" in 1|2) ;; *) echo "run-bats.sh: FELIX_BATS_LANES must be 1 or 2, not '$lanes'"; echo "bats: 0 passed, 1 failed"; exit 1 ;; esac
 [ -s tests/broken-invariants.ere ] || { echo "bats: tests/broken-invariants.ere is missing or empty"; exit 1; }
 runtmp=$(mktemp -d)
 # plan: "lane file" lines, longest file first, each to the least loaded lane
-for f in tests/bats/*.bats; do
+for f in "$dir"/*.bats; do
   n=$(basename "$f")
   d=$(awk -v n="$n" '$1 == n {print $2; found = 1} END {if (!found) print 60}' tests/bats/durations)
   echo "$d $f"
@@ -51,8 +57,13 @@ for lane in $(seq 0 $((lanes - 1))); do
   cat "$runtmp/out$lane"
   [ "$(cat "$runtmp/rc$lane" 2>/dev/null)" = 0 ] || rc=1
 done
-pass=$(cat "$runtmp"/out* | grep -c '^ok ')
+# TAP: "ok N name # skip REASON" is a skip, never a pass.
+skipped=$(cat "$runtmp"/out* | grep -c '^ok .* # skip')
+pass=$(($(cat "$runtmp"/out* | grep -c '^ok ') - skipped))
 fail=$(cat "$runtmp"/out* | grep -c '^not ok ')
+cat "$runtmp"/out* | sed -n 's/^ok [0-9]* \(.*\) # skip\(.*\)$/bats: skipped: \1 --\2/p'
+unexplained=$(cat "$runtmp"/out* | grep -c '^ok .* # skip *$')
+if [ "$unexplained" -gt 0 ]; then echo "bats: $unexplained skip(s) without a reason"; fail=$((fail + unexplained)); fi
 broken=$(grep -rIE --include='*.log' -f tests/broken-invariants.ere "$runtmp" | head -n 20)
 if [ -n "$broken" ]; then
   echo "bats: a process hit a failed assert or a sanitizer report:"
@@ -61,5 +72,5 @@ if [ -n "$broken" ]; then
 fi
 rm -rf "$runtmp"
 if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; echo "bats: a suite exited non-zero"; fi
-echo "bats: $pass passed, $fail failed"
+echo "bats: $pass passed, $fail failed, $skipped skipped"
 [ "$fail" -eq 0 ]

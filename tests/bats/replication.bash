@@ -116,6 +116,16 @@ PY
 # cover what its predecessor acknowledged: that is a wait, not a loss.
 read_settled() { read_all >"$C/read.now" && check_read 2>/dev/null; }
 
+# lost_records — how many acknowledged records ($C/acked) a settled read does
+# not find now (waits up to 30 s for a read to succeed).
+lost_records() {
+  wait_until 30 read_all >"$C/read.now" || return 1
+  python3 -c 'import sys
+acked = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+held = {l.split(" ", 1)[1] for l in open(sys.argv[2]).read().splitlines() if l}
+print(sum(1 for a in acked if a not in held))' "$C/acked" "$C/read.now"
+}
+
 # acked_readable — every acknowledged record can be read exactly once, and
 # every record read before is still read at the same offset (a committed
 # record never disappears, an acknowledged offset is never reused). Waits up

@@ -4,7 +4,8 @@
 # not the gcc-built archive), seeds a corpus for each, runs each for SECONDS
 # and prints "fuzz: N passed, N failed" (one count per target).
 # Run from the repository root: `make fuzz-smoke` (5 s), `make fuzz` (60 s).
-# Without clang it skips, successfully: fuzzing is an extra, not a gate.
+# Without clang it fails: `make deps` installs clang, and a suite that cannot
+# run must not look like one that passed.
 set -u
 
 secs=${1:-60}
@@ -14,9 +15,9 @@ if [ ! -f lib/include/felix/segment.h ]; then
   exit 2
 fi
 if ! command -v clang >/dev/null 2>&1; then
-  echo "fuzz: skipped (no clang)"
-  echo "fuzz: 0 passed, 0 failed"
-  exit 0
+  echo "fuzz: error: clang not found (make deps installs it)"
+  echo "fuzz: 0 passed, 1 failed"
+  exit 1
 fi
 
 out=build/fuzz

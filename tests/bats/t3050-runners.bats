@@ -1,0 +1,79 @@
+#!/usr/bin/env bats
+# t3050 — the runners of make check count honestly (issue 13): a skip is never
+# a pass and says why, a hang fails one test or binary, a suite whose tool is
+# missing fails, and make check tests the binaries of the BUILD it is given.
+
+load helpers
+
+setup() {
+  W=$BATS_TEST_TMPDIR/w
+  mkdir -p "$W"
+  cd "$REPO_ROOT" || fail "no repository root"
+}
+
+# outside_bats CMD... — CMD in a clean environment: this bats run's BATS_*
+# variables, exported functions and PATH would otherwise steer a bats CMD starts.
+outside_bats() {
+  local path # bats puts its libexec first on PATH: a bats started from there breaks
+  path=$(tr ':' '\n' <<<"$PATH" | grep -v 'bats-core' | paste -sd: -)
+  env -i PATH="$path" HOME="${HOME:-/root}" LANG=C.UTF-8 TMPDIR="$BATS_TEST_TMPDIR" FELIX_BUILD="$FELIX_BUILD" "$@"
+}
+
+# fake_unit NAME OUTPUT [SECONDS] — a stand-in for a cmocka binary.
+fake_unit() {
+  printf '#!/bin/sh\n%s\nsleep %s\nprintf "%%s\\n" "%s"\n' "" "${3:-0}" "$2" >"$W/$1"
+  chmod +x "$W/$1"
+}
+
+@test "run-unit.sh counts a skipped cmocka test as skipped and names it" {
+  fake_unit t_fake "[==========] 3 test(s) run.
+[  PASSED  ] 2 test(s).
+[  SKIPPED ] needs_a_sqlite3_shell
+[  SKIPPED ] 1 test(s), listed below:"
+  run -0 sh tests/run-unit.sh "$W/t_fake"
+  [[ $output == *"unit: skipped: t_fake needs_a_sqlite3_shell"* ]] || fail "$output"
+  [ "${lines[-1]}" = "unit: 2 passed, 0 failed, 1 skipped" ] || fail "$output"
+}
+
+@test "run-unit.sh kills a binary that hangs past FELIX_UNIT_TIMEOUT and counts a failure" {
+  fake_unit t_hang "[  PASSED  ] 1 test(s)." 60
+  FELIX_UNIT_TIMEOUT=1 run -1 sh tests/run-unit.sh "$W/t_hang"
+  [[ $output == *"t_hang ran past 1 s and was killed"* ]] || fail "$output"
+  [ "${lines[-1]}" = "unit: 0 passed, 1 failed, 0 skipped" ] || fail "$output"
+}
+
+@test "run-bats.sh counts skips apart from passes, prints each reason, and fails a skip without one" {
+  mkdir -p "$W/suite"
+  # printf, not a here-document: bats would take the lines for its own tests
+  printf '%s\n' '@test "passes" { true; }' '@test "skips with a reason" { skip "no tmux here"; }' \
+    '@test "fails" { false; }' >"$W/suite/t1.bats"
+  run -1 outside_bats FELIX_BATS_DIR="$W/suite" FELIX_BATS_LANES=1 sh tests/run-bats.sh
+  [[ $output == *"bats: skipped: skips with a reason -- no tmux here"* ]] || fail "$output"
+  [ "${lines[-1]}" = "bats: 1 passed, 1 failed, 1 skipped" ] || fail "$output"
+  printf '@test "skips silently" { skip; }\n' >"$W/suite/t1.bats"
+  run -1 outside_bats FELIX_BATS_DIR="$W/suite" FELIX_BATS_LANES=1 sh tests/run-bats.sh
+  [[ $output == *"bats: 1 skip(s) without a reason"* ]] || fail "$output"
+  [ "${lines[-1]}" = "bats: 0 passed, 1 failed, 1 skipped" ] || fail "$output"
+}
+
+@test "run-bats.sh stops a test that hangs past BATS_TEST_TIMEOUT and fails it" {
+  mkdir -p "$W/suite"
+  printf '@test "hangs" { sleep 60; }\n@test "passes" { true; }\n' >"$W/suite/t1.bats"
+  run -1 outside_bats BATS_TEST_TIMEOUT=2 FELIX_BATS_DIR="$W/suite" FELIX_BATS_LANES=1 timeout 50 sh tests/run-bats.sh
+  [ "${lines[-1]}" = "bats: 1 passed, 1 failed, 0 skipped" ] || fail "$output"
+}
+
+@test "the fuzz suite fails when clang is missing instead of passing on nothing" {
+  mkdir -p "$W/bin"
+  ln -s "$(command -v sh)" "$W/bin/sh"
+  PATH="$W/bin" run -1 "$W/bin/sh" tests/fuzz/run.sh 5
+  [[ $output == *"clang not found"* ]] || fail "$output"
+  [ "${lines[-1]}" = "fuzz: 0 passed, 1 failed" ] || fail "$output"
+}
+
+@test "make check hands its BUILD to the runners" {
+  run -0 make -n check BUILD="$W/other"
+  [[ $output == *"BUILD=$W/other sh tests/run-all.sh"* ]] || fail "$output"
+  grep -q '"$build"/unit/test_\*' tests/run-all.sh || fail "run-all.sh does not run BUILD's unit tests"
+  grep -q 'FELIX_BUILD=$(cd "$build" && pwd)' tests/run-all.sh || fail "run-all.sh does not point the bats suites at BUILD"
+}
