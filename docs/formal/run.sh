@@ -6,8 +6,9 @@
 # Reads configs.tsv (name, expect, -D flags, state floor, pan flags).  For each
 # configuration: spin -a with the flags, gcc -O2 pan, run it, and compare with
 # the expectation.  Exits 1 when a passing configuration reports an error, when
-# a twin reports none, or when a run stores fewer states than its floor.  The
-# last line is always "formal: N passed, N failed".
+# a twin (expect fail:INVARIANT) reports none or breaks another invariant than
+# the one it names (read from its trail's replay), or when a run stores fewer
+# states than its floor.  The last line is always "formal: N passed, N failed".
 # Trails of failing-as-expected twins are replayed into $FORMAL_TRAIL_DIR.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -67,15 +68,20 @@ run_one() {
   fi
   if grep -q "out of memory\|memory limit\|MEMLIM bound" "$d/pan.out"; then result="out-of-memory"; fi
   verdict=FAIL
+  local want=${expect#fail:}
   if [ "$expect" = pass ] && [ "$result" = pass ]; then verdict=ok; fi
-  if [ "$expect" = fail ] && [ "$result" = violated ]; then verdict=ok; fi
+  if [ "$result" = violated ] && [ -f "$d/shard.pml.trail" ]; then
+    # shellcheck disable=SC2086
+    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$') >"$d/replay.txt"
+    { head -80 "$d/replay.txt"; grep '^ *VIOLATION ' "$d/replay.txt"; } >"$trails/$name.trail.txt"
+  fi
+  if [ "$expect" != pass ] && [ "$result" = violated ]; then
+    if [ "$want" != "$expect" ] && grep -q "VIOLATION $want[: ]" "$d/replay.txt" 2>/dev/null; then verdict=ok
+    else verdict="FAIL(not $want: $(grep -o 'VIOLATION [A-Za-z]*' "$d/replay.txt" 2>/dev/null | sort -u | cut -d' ' -f2 | paste -sd, -))"; fi
+  fi
   # states is a float like 1.2e+06 only for huge runs; compare with awk
   if [ "$verdict" = ok ] && ! awk -v s="$states" -v f="$floor" 'BEGIN{exit !(s+0 >= f+0)}'; then
     verdict="FAIL(floor $floor)"
-  fi
-  if [ "$result" = violated ] && [ -f "$d/shard.pml.trail" ]; then
-    # shellcheck disable=SC2086
-    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$' | head -80) >"$trails/$name.trail.txt"
   fi
   echo "$name $expect $result $states $depth $secs ${verdict// /_}" >"$work/$name.res"
   rm -f "$d/pan" "$d/pan".[bchmpt] "$d/pan.c"
@@ -110,14 +116,14 @@ wait
 t1=$(date +%s)
 
 passed=0; failed=0
-printf '%-34s %-6s %-13s %12s %6s %8s  %s\n' configuration expect result states depth seconds verdict
+printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' configuration expect result states depth seconds verdict
 for name in "${selected[@]}"; do
   if [ -f "$work/$name.res" ]; then
     read -r n expect result states depth secs verdict <"$work/$name.res"
   else
     n=$name; expect=?; result=crashed; states=0; depth=0; secs=0; verdict=FAIL
   fi
-  printf '%-34s %-6s %-13s %12s %6s %8s  %s\n' "$n" "$expect" "$result" "$states" "$depth" "$secs" "${verdict//_/ }"
+  printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' "$n" "$expect" "$result" "$states" "$depth" "$secs" "${verdict//_/ }"
   if [ "$verdict" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
 echo "total wall clock: $((t1 - t0)) s; counterexample trails in $trails"
