@@ -24,7 +24,7 @@ NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all release deps check unit bats fuzz fuzz-smoke formal bench install clean run
+.PHONY: all release deps check unit bats fuzz fuzz-smoke formal mutants bench install clean run
 
 FAULTS   = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
 
@@ -123,6 +123,11 @@ formal:
 check: deps
 	@$(MAKE) --no-print-directory all $(UNIT_BIN)
 	@BUILD=$(BUILD) sh tests/run-all.sh
+
+# Every one-line mutation of tests/mutants/mutants.tsv must be caught (about
+# ten minutes); the last report is kept in docs/testing.md.
+mutants:
+	@sh tests/mutants/run.sh
 
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench

@@ -28,6 +28,8 @@ run_suite bats sh tests/run-bats.sh
 run_suite fuzz sh tests/fuzz/run.sh 5
 # A missing runner is a failure, never a suite that vanished.
 run_suite formal bash docs/formal/run.sh
+# Two of the mutants every time (make mutants runs them all): the suites still bite.
+run_suite mutants sh tests/mutants/run.sh identity-never-rotates ack-on-the-offset-alone
 rm -f "$log"
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

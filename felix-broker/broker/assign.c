@@ -29,6 +29,9 @@ static cJSON *copy_json(const shard *s) {
   cJSON *j = cJSON_CreateObject();
   felix_log_stats st = {0};
   if (s->log) felix_log_get_stats(s->log, &st);
+  /* A copy never shows an HWM beyond the records it has: a truncation lowers
+   * it with the log (review 5, item 3). */
+  assert(!s->log || s->hwm <= st.end_offset);
   cJSON_AddStringToObject(j, "stream", s->stream);
   cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
   cJSON_AddNumberToObject(j, "shard", s->index);
