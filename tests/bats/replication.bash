@@ -64,12 +64,22 @@ stuck_not_served_short() {
 # power_cut N — machine N loses power: SIGKILL, every unsynced byte of its
 # data directory is lost, and it boots with a new boot id. Asserts that the
 # ledger saw the broker's syncs (a bypass of libc could not pass silently).
+# What survives is durable: the next run's ledger starts with a `sync` record
+# of every file left (their size), so a second cut keeps them (a cut during the
+# next start's recovery, which syncs nothing before it is cut, loses only what
+# that start wrote). A file the next run deletes may have its inode reused by
+# a new one, which would then look durable up to the old size: keep a second
+# cut before anything is deleted (recovery deletes no segment).
 power_cut() {
   local n=$1
   stop_process "b$n" KILL
-  [ "$(grep -c '^sync \|^dirsync \|^syncfs ' "$C/ledger.b$n")" -gt 0 ] || fail "the ledger of b$n saw no sync"
+  local base=0 # the baseline records an earlier cut wrote are not this run's syncs
+  [ -f "$C/ledger.b$n.base" ] && base=$(cat "$C/ledger.b$n.base")
+  [ "$(tail -n +$((base + 1)) "$C/ledger.b$n" | grep -c '^sync \|^dirsync \|^syncfs \|^slow ')" -gt 0 ] ||
+    fail "the ledger of b$n saw no sync"
   "$FAULTS/powercut" --ledger "$C/ledger.b$n" --root "$C/b$n" --boot-id-file "$C/boot_id.b$n" >>"$C/powercut.log"
-  : >"$C/ledger.b$n"
+  find "$C/b$n" -type f -printf 'sync %D %i %s\n' >"$C/ledger.b$n"
+  wc -l <"$C/ledger.b$n" >"$C/ledger.b$n.base"
 }
 
 # produce_acked FROM TO [ACKS] — publishes FROM..TO, one record each; appends to

@@ -190,13 +190,19 @@ scenario_3() {
   acked_readable
 }
 
-@test "6: a follower whose data directory was wiped while stopped is a stranger, copied at once, then trusted" {
+# caught_up_follower N — an R=3 cluster with records 1..N acknowledged; L is
+# the leader and F a follower that holds them all.
+caught_up_follower() {
   rcluster_up
   L=$(leader_of)
-  set -- $(others_than "$L")
-  F=$1
-  produce_acked 1 300
+  set -- "$1" $(others_than "$L")
+  F=$2
+  produce_acked 1 "$1"
   wait_until 30 caught_up "$F"
+}
+
+@test "6: a follower whose data directory was wiped while stopped is a stranger, copied at once, then trusted" {
+  caught_up_follower 300
   stop_process "$F" TERM
   rm -rf "${C:?}/$F"
   rbroker_start "${F#b}"
@@ -581,4 +587,27 @@ deposed_leader_with_a_longer_old_tail() {
   # The old leader's copy now holds exactly the new leader's records.
   wait_until 30 bash -c "cmp <('$FELIX_BUILD/felix-inspect' --json dump $C/$L/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-) \
     <('$FELIX_BUILD/felix-inspect' --json dump $C/$(leader_of)/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-)"
+}
+
+@test "16: two power cuts in a row, the second during recovery from the first: the follower rejoins as a stranger, nothing acknowledged is lost" {
+  caught_up_follower 100
+  power_cut "${F#b}"
+  # Its disk hangs at the first sync of the next start (recovery's): the
+  # second cut lands inside recovery, before the identity is decided.
+  touch "$C/slow.$F"
+  lines=$(($(wc -l <"$C/$F.log") + 1))
+  FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.$F" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "${F#b}"
+  wait_until 30 grep -q '^slow ' "$C/ledger.$F"
+  run ! log_since "$lines" "$C/$F.log" 'msg="storage id'
+  power_cut "${F#b}"
+  rm -f "$C/slow.$F"
+  produce_acked 101 150 # the leader and the third copy go on
+  rbroker_start "${F#b}"
+  wait_until 30 this_start_says "$F" 'msg="storage id rotated"'
+  wait_until 60 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
+  wait_until 60 caught_up "$F"
+  [ "$(grep -c '^powercut:' "$C/powercut.log")" -eq 2 ] || fail "$(cat "$C/powercut.log")"
+  produce_acked 151 200
+  wait_until 30 copy_holds "$F" 200
+  acked_readable
 }
