@@ -160,6 +160,18 @@ scenario_3() {
   this_start_says "$L" 'msg="storage id rotated"' || fail "$L's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$L.log")"
 }
 
+@test "3 at the default flush interval: a leader loses power with part of its log synced; a caught-up follower leads, nothing acknowledged is lost" {
+  scenario_3 --
+  wait_until 60 leader_is_not "$L"
+  this_start_says "$L" 'msg="storage id rotated"' || fail "$L's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$L.log")"
+}
+
+@test "3 none: under fsync_mode none a leader's power cut loses its whole unsynced log; the ids rotate and nothing acknowledged is lost" {
+  scenario_3 --fsync-mode none -- --fsync-mode none
+  wait_until 60 leader_is_not "$L"
+  this_start_says "$L" 'msg="storage id rotated"' || fail "$L's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$L.log")"
+}
+
 @test "3 on_commit: the leader's synced copy keeps its ids across the power cut; nothing acknowledged is lost" {
   scenario_3 --fsync-mode on_commit -- --fsync-mode on_commit
   this_start_says "$L" 'msg="storage id kept"' || fail "$L's latest start did not say storage id kept: $(grep 'msg="storage id' "$C/$L.log")"
