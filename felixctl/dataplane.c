@@ -33,10 +33,10 @@ int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char
   ctl_reply r;
   if (rc || (rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(r.json, "leader_address");
-  char state_buf[64];
-  if (!strcmp(ctl_field(r.json, "state", state_buf), "NoCaughtUpReplica")) {
+  char buf[64], hint[256];
+  const char *state = ctl_field(r.json, "state", buf);
+  if (!strcmp(state, "NoCaughtUpReplica")) {
     /* The pin stays, but no copy may serve: say so instead of trying it. */
-    char hint[256];
     snprintf(hint, sizeof hint, "felixctl shard describe %s/%u names each copy and why; felixctl placement abandon %s/%u "
              "decides, stating the records at risk", stream, shard, stream, shard);
     rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u is NoCaughtUpReplica: no copy can serve it without losing "
@@ -49,10 +49,8 @@ int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char
     ctl_reply_free(&r);
     return 0;
   }
-  char buf[64], hint[256];
   snprintf(hint, sizeof hint, "felixctl shard describe %s/%u shows why; retry once it is Active", stream, shard);
-  rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u has no leader (state %s)", stream, shard,
-                 ctl_field(r.json, "state", buf));
+  rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u has no leader (state %s)", stream, shard, state);
   ctl_reply_free(&r);
   return rc;
 }

@@ -165,6 +165,11 @@ int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
   return uv_ip6_addr(host, port, (struct sockaddr_in6 *)ss);
 }
 
+/* Connections wait in the backlog until the registration: every leader of
+ * every replicated shard links to each follower at once, so 128 was too few
+ * at 1,024 shards (found by the review); the kernel caps it at somaxconn. */
+#define DATA_BACKLOG 4096
+
 /* Review 5, item 8: the data port is taken at start, before the data
  * directory is touched, so a port another process holds fails the start
  * with run-state and the boot token as they were. It listens at once (a
@@ -172,11 +177,6 @@ int broker_parse_addr(const char *addr, struct sockaddr_storage *ss) {
  * found by the review); connections wait in the backlog and are served once
  * registered (broker_net_listen), as Kafka's acceptor does. libuv reports a
  * taken port only at uv_listen, so this is a plain socket libuv adopts. */
-/* Connections wait in the backlog until the registration: every leader of
- * every replicated shard links to each follower at once, so 128 was too few
- * at 1,024 shards (found by the review); the kernel caps it at somaxconn. */
-#define DATA_BACKLOG 4096
-
 int broker_net_reserve(broker *b) {
   struct sockaddr_storage ss;
   if (broker_parse_addr(b->cfg.listen, &ss) != 0) {

@@ -236,7 +236,7 @@ int broker_main(int argc, char **argv) {
   if (!rc) rc = broker_start_storage(b);
   if (!rc) rc = run_loop(b);
   broker_http_stop(b);
-  if (b->listen_fd >= 0) close(b->listen_fd); /* bound, never listened on */
+  if (b->listen_fd >= 0) close(b->listen_fd); /* taken at start, never handed to libuv */
   felix_dir_lock_release(&b->lock);
   curl_global_cleanup();
   felix_log_event(rc ? "error" : "info", "exiting", "code", rc ? "nonzero" : "0", NULL);

@@ -63,7 +63,7 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
 
 /* Builds the copy in a temp directory and renames it into place, so a crash
  * never leaves a shard directory without its ballot. */
-static int build_copy(broker *b, const char *tmp, const char *name, const char *uuid) {
+static int build_copy(broker *b, const char *tmp, const char *name, uint32_t index, const char *uuid) {
   felix_err err;
   felix_log *log;
   if (felix_log_open(tmp, name, &b->cfg.log, true, &log, NULL, &err)) {
@@ -79,9 +79,7 @@ static int build_copy(broker *b, const char *tmp, const char *name, const char *
   felix_hex_encode(raw, sizeof raw, s.ballot.copy_id);
   snprintf(s.ballot.storage_id, sizeof s.ballot.storage_id, "%s", b->sid.hex);
   snprintf(s.ballot.stream_uuid, sizeof s.ballot.stream_uuid, "%s", uuid);
-  uint32_t index = 0;
-  char stream[256], uuid16[17];
-  if (felix_shard_dir_parse(name, stream, sizeof stream, &index, uuid16)) s.ballot.has_shard = true, s.ballot.shard = index;
+  s.ballot.has_shard = true, s.ballot.shard = index;
   char what[4800];
   snprintf(what, sizeof what, "%.4700s/ballot", tmp);
   int rc = felix_ballot_write(s.dirfd, what, &s.ballot, &err) ? -1 : 0;
@@ -122,7 +120,7 @@ int shard_create_copy(broker *b, const char *stream, uint32_t index, const char 
   snprintf(tmp, sizeof tmp, "%s/.new-%s", shards, name);
   snprintf(final, sizeof final, "%s/%s", shards, name);
   nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS); /* a leftover of a crash midway */
-  if (build_copy(b, tmp, name, uuid) || rename(tmp, final) != 0) {
+  if (build_copy(b, tmp, name, index, uuid) || rename(tmp, final) != 0) {
     felix_log_event("error", "cannot create shard copy", "shard", name, "reason", strerror(errno), NULL);
     return -1;
   }

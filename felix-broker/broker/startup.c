@@ -38,7 +38,7 @@ shard *broker_find_shard_uuid(broker *b, const char *uuid, uint32_t index) {
   return NULL;
 }
 
-/* Refused at start, said in the log and the inventory (review 5, item 8). */
+/* Refused at start, said in the log and the inventory. */
 static void refuse_at_start(shard *s, const char *why) {
   s->refused = true;
   snprintf(s->refused_why, sizeof s->refused_why, "%.500s", why);
@@ -113,11 +113,8 @@ void broker_open_shards_one(broker *b, const char *name) {
   }
   if (!s->refused) refuse_misnamed(s);
   snprintf(what, sizeof what, "%s/generations", s->path);
-  if (!s->refused && felix_generations_read(s->dirfd, what, &s->gens, &err) && err.status != FELIX_E_NOTFOUND) {
-    s->refused = true;
-    snprintf(s->refused_why, sizeof s->refused_why, "%.500s", err.msg);
-    felix_log_event("error", "shard copy refused", "shard", name, "reason", err.msg, NULL);
-  }
+  if (!s->refused && felix_generations_read(s->dirfd, what, &s->gens, &err) && err.status != FELIX_E_NOTFOUND)
+    refuse_at_start(s, err.msg);
   snprintf(what, sizeof what, "%s/stream", s->path);
   if (!s->refused && felix_stream_meta_read(s->dirfd, what, &s->meta, &s->has_meta, &err))
     /* Advisory (only stream adopt reads it): the copy's records stay served;

@@ -22,14 +22,23 @@ static int slot_of(const cp_shard_row *sh, const char *broker) {
   return -1;
 }
 
-/* The slot names e's copy, unmeasured: eligible only once an active leader
- * measures it (§4.4). */
-static void take_stranger(cp_slot_row *s, const cp_inv_entry *e, const cp_broker_row *b) {
+/* The slot names e's copy, unmeasured (floor 0); a stranger is eligible only
+ * once an active leader measures it (§4.4). */
+static void name_copy(cp_slot_row *s, const cp_inv_entry *e, const cp_broker_row *b, bool stranger) {
   snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
   snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
   s->confirmed = 0;
   s->floor = 0;
+  s->stranger = stranger;
+}
+
+/* The slot forgets its copy (§3.2: its directory is gone): the broker is
+ * asked for a new one, a stranger (§4.4). */
+static void forget_copy(cp_slot_row *s) {
+  s->copy_id[0] = '\0';
   s->stranger = true;
+  s->confirmed = 0;
+  s->floor = 0;
 }
 
 /* Records what one inventory entry tells about its slot; true if sh changed. */
@@ -51,10 +60,7 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
     cp_event_add(cp, "copy_gone", sh, b->id, sh->generation, err,
                  "copy %s of %s/%d on %s is gone (its directory was deleted): the slot forgets it and a new copy "
                  "is made, a stranger until an active leader measures it", e->copy_id, sh->stream, sh->shard, b->id);
-    s->copy_id[0] = '\0';
-    s->stranger = true;
-    s->confirmed = 0;
-    s->floor = 0;
+    forget_copy(s);
     return true;
   }
   /* A shard the store held at generation 0 when it started records its
@@ -84,14 +90,11 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
                  "copy %s of %s/%d on %s replaces copy %s under the same storage id %s (a directory copied or made "
                  "anew by hand): a stranger until an active leader measures it",
                  e->copy_id, sh->stream, sh->shard, b->id, s->copy_id, b->storage_id);
-    return take_stranger(s, e, b), true;
+    name_copy(s, e, b, true);
+    return true;
   }
   /* Empty slot, or a generation-0 copy made anew before anything was issued. */
-  snprintf(s->copy_id, sizeof s->copy_id, "%s", e->copy_id);
-  snprintf(s->storage_id, sizeof s->storage_id, "%s", b->storage_id);
-  s->confirmed = 0;
-  s->floor = 0;
-  s->stranger = !fresh_shard;
+  name_copy(s, e, b, !fresh_shard);
   if (fresh_shard)
     cp_event_add(cp, "copy_created", sh, b->id, sh->generation, err,
                  "copy %s of %s/%d created on %s (measured at (0, 0), floor 0)", e->copy_id, sh->stream, sh->shard,
@@ -129,10 +132,7 @@ static felix_status forget_missing(cp_state *cp, cp_shard_row *sh, int i, felix_
                                  "was deleted while the broker was down): the slot forgets it and a new copy is made, "
                                  "a stranger until an active leader measures it",
                                  s->copy_id, sh->stream, sh->shard, s->broker);
-  s->copy_id[0] = '\0';
-  s->stranger = true;
-  s->confirmed = 0;
-  s->floor = 0;
+  forget_copy(s);
   return st ? st : cp_store_shard_put(cp->store, sh, err);
 }
 

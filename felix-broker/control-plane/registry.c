@@ -129,8 +129,9 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   /* Another data directory, or the same one on another boot (perhaps another
    * machine): the process it replaces may be alive, cut off, and hold
    * per-shard leases its last heartbeat renewed. Its shards move once those
-   * have passed (leader_lost). Set once: two live processes registering in
-   * turn under one id must not extend the wait for ever (found by the review). */
+   * have passed (leader_lost). Each replaced process is noted once, with its
+   * last renewal: two live processes registering in turn under one id do not
+   * extend each other's wait for ever (found by the review). */
   if (!same_dir && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
     /* An operator must hear of it: two live processes under one --id
      * register in turn, each taking the other's shards away. */

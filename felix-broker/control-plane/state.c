@@ -32,10 +32,10 @@ cp_live *cp_live_get(cp_state *cp, const char *id, bool create) {
   return l;
 }
 
-/* Inventories are kept sorted by (stream uuid, shard), looked up by bsearch:
- * every shard's evaluation looks up each of its slots, so a linear scan was
- * O(shards²) per pass (review 5, item 1: perf). */
-/* The order of inventories and of the shard-memory index: (uuid, shard). */
+/* The order of inventories and of the shard-memory index: (uuid, shard).
+ * Inventories are kept sorted in it and looked up by bsearch: every shard's
+ * evaluation looks up each of its slots, so a linear scan was O(shards²) per
+ * pass (review 5, item 1: perf). */
 static int shard_key_cmp(const char *uuid, int shard, const char *other_uuid, int other_shard) {
   int c = strcmp(uuid, other_uuid);
   return c ? c : (shard > other_shard) - (shard < other_shard);

@@ -202,14 +202,15 @@ scenario_3() {
   acked_readable
 }
 
-# caught_up_follower N — an R=3 cluster with records 1..N acknowledged; L is
-# the leader and F a follower that holds them all.
+# caught_up_follower N [flags for every broker] — an R=3 cluster with records
+# 1..N acknowledged; L is the leader and F a follower that holds them all.
 caught_up_follower() {
-  rcluster_up
+  local n=$1
+  shift
+  rcluster_up "$@"
   L=$(leader_of)
-  set -- "$1" $(others_than "$L")
-  F=$2
-  produce_acked 1 "$1"
+  F=$(others_than "$L" | head -n 1)
+  produce_acked 1 "$n"
   wait_until 30 caught_up "$F"
 }
 
@@ -226,12 +227,7 @@ caught_up_follower() {
 }
 
 @test "6: a follower's shard directory deleted while it runs: the copy is refused, a new one made at once, copied and trusted" {
-  rcluster_up
-  L=$(leader_of)
-  set -- $(others_than "$L")
-  F=$1
-  produce_acked 1 200
-  wait_until 30 caught_up "$F"
+  caught_up_follower 200
   old=$(replica_field "$F" copy_id)
   rm -rf "$C/$F"/shards/r_0-*
   wait_until 30 grep -q "copy $old of r/0 on $F is gone" "$C/cp.log"
@@ -245,12 +241,7 @@ caught_up_follower() {
 }
 
 @test "6: a follower's shard directory deleted just before SIGTERM: the drain still stops cleanly, the ids stay, the copy comes back new" {
-  rcluster_up --fsync-interval-ms 5000 # the follower's last records are still unsynced when the drain flushes
-  L=$(leader_of)
-  set -- $(others_than "$L")
-  F=$1
-  produce_acked 1 200
-  wait_until 30 caught_up "$F"
+  caught_up_follower 200 --fsync-interval-ms 5000 # the follower's last records are still unsynced when the drain flushes
   old=$(replica_field "$F" copy_id)
   lines=$(($(wc -l <"$C/$F.log") + 1))
   # Within the broker's 500 ms check: the drain's own flush meets the deletion
