@@ -76,13 +76,13 @@ $(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a $(BUI
 
 # The power-cut tools of tests/faults/ (see its README): an LD_PRELOAD sync
 # recorder, the powercut command, and a small writer for their own tests.
-$(BUILD)/faults/libfelix_faults.so: tests/faults/felix_faults.c
+$(BUILD)/faults/libfelix_faults.so: tests/faults/felix_faults.c tests/faults/undo.c tests/faults/faults.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -O2 -fPIC -shared -D_GNU_SOURCE $< -o $@ -ldl -lpthread
+	$(CC) $(WARN) -O2 -fPIC -shared -D_GNU_SOURCE tests/faults/felix_faults.c tests/faults/undo.c -o $@ -ldl -lpthread
 
-$(BUILD)/faults/powercut: tests/faults/powercut.c
+$(BUILD)/faults/powercut: tests/faults/powercut.c tests/faults/powercut_names.c tests/faults/powercut.h
 	@mkdir -p $(@D)
-	$(CC) $(WARN) -O2 -D_GNU_SOURCE $< -o $@
+	$(CC) $(WARN) -O2 -D_GNU_SOURCE tests/faults/powercut.c tests/faults/powercut_names.c -o $@
 
 $(BUILD)/faults/writer: tests/faults/writer.c
 	@mkdir -p $(@D)

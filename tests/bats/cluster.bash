@@ -44,7 +44,9 @@ cluster_init() { # DIR
   pick_ports
   CP_ADDR=127.0.0.1:$PORT_BASE
   export FELIX_CONTROL_PLANE=http://$CP_ADDR
-  export FELIX_TOKEN_FILE=$C/cp.db.admin-token
+  CP_DB=$C/cp.db
+  CP_LEDGER= # set by cp_own_disk: the control plane runs under the sync recorder
+  export FELIX_TOKEN_FILE=$CP_DB.admin-token
   export FELIX_RUNTIME_DIR=$C/runtime
   export FELIX_BOOT_ID_FILE=$C/boot_id
   echo "boot-$RANDOM-one" >"$FELIX_BOOT_ID_FILE"
@@ -53,10 +55,13 @@ cluster_init() { # DIR
 }
 
 cp_start() { # [extra flags]
-  "$BROKER" control-plane --listen "$CP_ADDR" --db "$C/cp.db" --lease-ms "${LEASE_MS:-5000}" "$@" 2>>"$C/cp.log" &
+  local recorder=()
+  [ -z "$CP_LEDGER" ] || recorder=(env FELIX_FAULTS_LEDGER="$CP_LEDGER" FELIX_FAULTS_ROOT="${CP_DB%/*}"
+    LD_PRELOAD="$FELIX_BUILD/faults/libfelix_faults.so")
+  "${recorder[@]}" "$BROKER" control-plane --listen "$CP_ADDR" --db "$CP_DB" --lease-ms "${LEASE_MS:-5000}" "$@" 2>>"$C/cp.log" &
   echo "cp $!" >>"$C/pids"
   disown $! # no job-control noise when teardown kills it
-  wait_until 10 test -s "$C/cp.db.broker-token"
+  wait_until 10 test -s "$CP_DB.broker-token"
   wait_until 10 "$CTL" cluster status
 }
 
@@ -67,7 +72,7 @@ broker_start() { # N [extra flags] — broker bN
   shift
   "$BROKER" run --id "b$n" --data-dir "$C/b$n" --listen "127.0.0.1:$(broker_port "$n")" \
     --http "127.0.0.1:$((PORT_BASE + 20 + n))" --control-plane "$FELIX_CONTROL_PLANE" \
-    --token-file "$C/cp.db.broker-token" "$@" 2>>"$C/b$n.log" &
+    --token-file "$CP_DB.broker-token" "$@" 2>>"$C/b$n.log" &
   echo "b$n $!" >>"$C/pids"
   disown $!
 }

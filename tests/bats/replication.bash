@@ -62,24 +62,45 @@ stuck_not_served_short() {
 }
 
 # power_cut N — machine N loses power: SIGKILL, every unsynced byte of its
-# data directory is lost, and it boots with a new boot id. Asserts that the
-# ledger saw the broker's syncs (a bypass of libc could not pass silently).
-# What survives is durable: the next run's ledger starts with a `sync` record
-# of every file left (their size), so a second cut keeps them (a cut during the
-# next start's recovery, which syncs nothing before it is cut, loses only what
-# that start wrote). A file the next run deletes may have its inode reused by
-# a new one, which would then look durable up to the old size: keep a second
-# cut before anything is deleted (recovery deletes no segment).
+# data directory is lost, every directory entry no directory sync covered is
+# undone, and it boots with a new boot id (tests/faults/README.md).
 power_cut() {
-  local n=$1
-  stop_process "b$n" KILL
+  stop_process "b$1" KILL
+  cut_power "b$1" "$C/b$1" --boot-id-file "$C/boot_id.b$1"
+}
+
+# cp_own_disk — before rcluster_up: the control plane's database on a disk
+# of its own ($C/cp) under the sync recorder, so that cp_power_cut can cut it.
+cp_own_disk() {
+  CP_DB=$C/cp/cp.db
+  CP_LEDGER=$C/ledger.cp
+  mkdir -p "$C/cp"
+  : >"$CP_LEDGER"
+  export FELIX_TOKEN_FILE=$CP_DB.admin-token
+}
+
+# cp_power_cut — the control plane's machine loses power (cp_own_disk).
+cp_power_cut() {
+  stop_process cp KILL
+  cut_power cp "$C/cp"
+}
+
+# cut_power NAME ROOT [powercut flags] — after NAME was killed: asserts that
+# its ledger saw syncs (a bypass of libc could not pass silently), cuts ROOT.
+# What survives is durable: the next run's ledger starts with a `sync` record
+# of every file left (its size), so a second cut keeps them (a cut during the
+# next start's recovery loses only what that start wrote). The keep area holds
+# the inodes of deleted files until the cut, so none is reused within a run.
+cut_power() {
+  local name=$1 root=$2
+  shift 2
   local base=0 # the baseline records an earlier cut wrote are not this run's syncs
-  [ -f "$C/ledger.b$n.base" ] && base=$(cat "$C/ledger.b$n.base")
-  [ "$(tail -n +$((base + 1)) "$C/ledger.b$n" | grep -c '^sync \|^dirsync \|^syncfs \|^slow ')" -gt 0 ] ||
-    fail "the ledger of b$n saw no sync"
-  "$FAULTS/powercut" --ledger "$C/ledger.b$n" --root "$C/b$n" --boot-id-file "$C/boot_id.b$n" >>"$C/powercut.log"
-  find "$C/b$n" -type f -printf 'sync %D %i %s\n' >"$C/ledger.b$n"
-  wc -l <"$C/ledger.b$n" >"$C/ledger.b$n.base"
+  [ -f "$C/ledger.$name.base" ] && base=$(cat "$C/ledger.$name.base")
+  [ "$(tail -n +$((base + 1)) "$C/ledger.$name" | grep -c '^sync \|^dirsync \|^syncfs \|^slow ')" -gt 0 ] ||
+    fail "the ledger of $name saw no sync"
+  "$FAULTS/powercut" --ledger "$C/ledger.$name" --root "$root" "$@" >>"$C/powercut.log"
+  find "$root" -type f -printf 'sync %D %i %s\n' >"$C/ledger.$name"
+  wc -l <"$C/ledger.$name" >"$C/ledger.$name.base"
 }
 
 # produce_acked FROM TO [ACKS] — publishes FROM..TO, one record each; appends to

@@ -464,24 +464,55 @@ scenario_7() {
   acked_readable
 }
 
-@test "11: the whole rack loses power: NoCaughtUpReplica with an estimate, never a silently short copy; abandon recovers it" {
+# whole_rack_cut [cp] — every broker (and with `cp` the control plane's
+# machine too) loses power with nothing synced under the 600 s interval.
+whole_rack_cut() {
+  [ "${1:-}" != cp ] || cp_own_disk
   rcluster_up "${LONG[@]}"
   produce_acked 1 40
   wait_until 30 hwm_at_least 41
+  g=$(shard_generation r/0)
   for n in 1 2 3; do power_cut "$n"; done
+  if [ "${1:-}" = cp ]; then
+    cp_power_cut
+    cp_start
+    # synchronous=FULL: every committed control-plane transaction survives the
+    # cut (the stream, the placement, the generation): this is a restart
+    run -0 "$CTL" -o json cluster status
+    [ "$(echo "$output" | jget 'j["streams"]')" = 1 ] || fail "the control plane's state did not survive: $output"
+    [ "$(shard_generation r/0)" -ge "$g" ] || fail "generation $g forgotten: $(shard_generation r/0)"
+  fi
   for n in 1 2 3; do rbroker_start "$n" "${LONG[@]}"; done
   wait_until 60 brokers_alive 3
-  wait_until 60 shard_is r/0 NoCaughtUpReplica
   for n in 1 2 3; do wait_until 30 grep -q "copy .* of r/0 on b$n joins as a stranger" "$C/cp.log"; done
-  wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q 'committed records are at risk'"
-  run "$CTL" consume r --shard 0 --count 1
-  stuck_not_served_short # exit 1 naming NoCaughtUpReplica, no record printed
-  run -0 "$CTL" -o json placement abandon r/0 --dry-run
+}
+
+# abandon_loses_what_was_stated [waiting] — the operator abandons the stuck
+# shard: the loss is exactly the dry run's records at risk, and nothing after
+# it is lost. `waiting`: the control plane still waits for the copies'
+# inventories, so it refuses until given --above-generation, which the
+# operator reads from the copies' ballots (felix-inspect ballot).
+abandon_loses_what_was_stated() {
+  run "$CTL" -o json placement abandon r/0 --dry-run
+  [ "$status" -eq 0 ] || fail "the dry run exited $status: $output"
   g=$(echo "$output" | jget 'j["generation"]')
   copy=$(echo "$output" | jget 'j["chosen"]["expect_copy"]')
   risk=$(echo "$output" | jget 'j["records_at_risk"]')
   digest=$(echo "$output" | jget 'j["digest"]')
-  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
+  local above=()
+  if [ "${1:-}" = waiting ]; then
+    [ "$(echo "$output" | jget 'len(j["waiting_for"])')" = 3 ] || fail "the dry run does not say the shard waits for all three: $output"
+    run -4 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest"
+    [[ $output == *"still waits for inventories from 3 of its replicas"* && $output == *"--above-generation"* ]] ||
+      fail "not the waiting refusal: $output"
+    local top=0 n b
+    for n in 1 2 3; do
+      b=$("$FELIX_BUILD/felix-inspect" --json ballot "$C"/b$n/shards/r_0-* | jget 'j["generation"]') || fail "no ballot on b$n"
+      [ "$b" -le "$top" ] || top=$b
+    done
+    above=(--above-generation "$top")
+  fi
+  run -0 "$CTL" placement abandon r/0 --yes --expect-generation "$g" --expect-copy "$copy" --expect-digest "$digest" "${above[@]}"
   wait_until 60 shard_is r/0 Active
   grep -q "$risk committed records are at risk" "$C/cp.log"
   lost=$(lost_records)
@@ -492,6 +523,26 @@ scenario_7() {
   : >"$C/seen"
   produce_acked 41 80
   acked_readable
+}
+
+@test "11: the whole rack loses power: NoCaughtUpReplica with an estimate, never a silently short copy; abandon recovers it" {
+  whole_rack_cut
+  wait_until 60 shard_is r/0 NoCaughtUpReplica
+  wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q 'committed records are at risk'"
+  run "$CTL" consume r --shard 0 --count 1
+  stuck_not_served_short # exit 1 naming NoCaughtUpReplica, no record printed
+  abandon_loses_what_was_stated
+}
+
+@test "11 with the control plane: its SQLite files are cut too; its state survives, the shard waits for copies that never come back, never served short; abandon recovers it" {
+  whole_rack_cut cp
+  # every copy it knew came back under a new storage id: none can answer the
+  # wait for inventories (§4.8), so only the operator ends it
+  wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q '\"waiting_for_inventories\": *true'"
+  run "$CTL" consume r --shard 0 --count 1
+  [ "$status" -eq 1 ] && [[ $output != *'"offset"'* ]] || fail "consume exited $status (1 expected, no record): $output"
+  wait_until 30 grep -q "a lease has passed since the start" "$C/cp.log"
+  abandon_loses_what_was_stated waiting
 }
 
 # A deposed leader L holding a longer tail of generation 1 that was never
@@ -609,7 +660,7 @@ deposed_leader_with_a_longer_old_tail() {
   wait_until 30 this_start_says "$F" 'msg="storage id rotated"'
   wait_until 60 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
   wait_until 60 caught_up "$F"
-  [ "$(grep -c '^powercut:' "$C/powercut.log")" -eq 2 ] || fail "$(cat "$C/powercut.log")"
+  [ "$(grep -c '^powercut: .* files cut' "$C/powercut.log")" -eq 2 ] || fail "$(cat "$C/powercut.log")"
   produce_acked 151 200
   wait_until 30 copy_holds "$F" 200
   acked_readable

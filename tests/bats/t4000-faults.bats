@@ -32,6 +32,10 @@ powercut() { "$POWERCUT" --ledger "$W/ledger" --root "$W/d" "$@"; }
 devino() { stat -c '%d %i' "$1"; }
 size() { stat -c %s "$1"; }
 
+# synced FILE SIZE — the ledger holds a sync of FILE at SIZE (its "@POS" is
+# where the ledger stood when the sync started).
+synced() { grep -Eqx "sync $(devino "$1") $2 @[0-9]+" ledger; }
+
 # ledger_has N — the ledger holds at least N lines.
 ledger_has() { [ "$(wc -l <"$W/ledger")" -ge "$1" ]; }
 
@@ -42,10 +46,10 @@ setup_ledger() {
 
 @test "synced bytes survive, the unsynced suffix is cut" {
   setup_ledger
-  run -0 writer open d/a write 1000 fsync write 234
-  assert_output "fsync: ok"
+  run -0 writer open d/a write 1000 fsync dirsync d write 234
+  assert_output $'fsync: ok\ndirsync: ok'
   assert_equal "$(size d/a)" 1234
-  grep -qx "sync $(devino d/a) 1000" ledger
+  synced d/a 1000
   run -0 powercut
   assert_line "cut $W/d/a from 1234 to 1000"
   assert_line "powercut: 1 files cut, 0 removed"
@@ -56,8 +60,8 @@ setup_ledger() {
 
 @test "the LAST sync counts; fdatasync is recorded like fsync; a fully synced file is untouched" {
   setup_ledger
-  run -0 writer open d/a write 100 fsync write 100 fdatasync write 7 open d/b write 50 fsync
-  assert_output $'fsync: ok\nfdatasync: ok\nfsync: ok'
+  run -0 writer open d/a write 100 fsync write 100 fdatasync write 7 open d/b write 50 fsync dirsync d
+  assert_output $'fsync: ok\nfdatasync: ok\nfsync: ok\ndirsync: ok'
   run -0 powercut
   assert_line "cut $W/d/a from 207 to 200"
   refute_line --partial "d/b"
@@ -66,16 +70,17 @@ setup_ledger() {
   assert_equal "$(size d/b)" 50
 }
 
-@test "a file never synced disappears; an empty ledger removes everything" {
+@test "a file whose creation no directory sync covered disappears; one never synced whose name is durable comes back empty" {
   setup_ledger
   mkdir -p d/sub
-  run -0 writer open d/kept write 10 fsync open d/never write 10 open d/sub/never2 write 0
+  run -0 writer open d/kept write 10 fsync open d/never write 10 dirsync d open d/sub/never2 write 5 fsync
   run -0 powercut
-  assert_line "removed $W/d/never"
-  assert_line "removed $W/d/sub/never2"
-  assert_line "powercut: 0 files cut, 2 removed"
-  [ -f d/kept ]
-  [ ! -e d/never ]
+  assert_line "undone create $W/d/sub/never2"
+  assert_line "cut $W/d/never from 10 to 0"
+  assert_line "powercut: 1 files cut, 0 removed"
+  assert_line "powercut: 1 entries undone, 0 overwrites and 0 truncations reverted (worst case)"
+  assert_equal "$(size d/kept)" 10
+  assert_equal "$(size d/never)" 0
   [ ! -e d/sub/never2 ]
   [ -d d/sub ]
 }
@@ -84,7 +89,7 @@ setup_ledger() {
   setup_ledger
   run -0 writer open d/tmp write 300 fsync write 40 rename d/tmp d/final dirsync d
   assert_output $'fsync: ok\ndirsync: ok'
-  grep -qx "dirsync $(devino d)" ledger
+  grep -Eqx "dirsync $(devino d) @[0-9]+" ledger
   run -0 powercut
   assert_line "cut $W/d/final from 340 to 300"
   assert_line "powercut: 1 files cut, 0 removed"
@@ -92,11 +97,125 @@ setup_ledger() {
   assert_equal "$(size d/final)" 300
 }
 
+@test "an atomic replace no directory sync covered is undone: the old file comes back under its name" {
+  setup_ledger
+  run -0 writer open d/ballot write 5 fsync dirsync d \
+    open d/.ballot.tmp write 9 fsync rename d/.ballot.tmp d/ballot
+  assert_equal "$(size d/ballot)" 9
+  run -0 powercut
+  assert_line "undone rename $W/d/ballot back to $W/d/.ballot.tmp"
+  assert_line "undone create $W/d/.ballot.tmp"
+  assert_equal "$(size d/ballot)" 5 # the old file, not the new one
+  [ ! -e d/.ballot.tmp ]
+  [ ! -e ledger.keep ] || fail "the keep area is left behind"
+}
+
+@test "a directory sync after the replace makes it durable" {
+  setup_ledger
+  run -0 writer open d/ballot write 5 fsync dirsync d \
+    open d/.ballot.tmp write 9 fsync rename d/.ballot.tmp d/ballot dirsync d
+  run -0 powercut
+  assert_line "powercut: 0 entries undone, 0 overwrites and 0 truncations reverted (worst case)"
+  assert_equal "$(size d/ballot)" 9
+}
+
+@test "an unlink no directory sync covered is undone: the file comes back at its synced size; a link and an rmdir likewise" {
+  setup_ledger
+  mkdir d/gone
+  run -0 writer open d/other write 1 fsync open d/seg write 300 fsync write 20 dirsync d close \
+    unlink d/seg rmdir d/gone link d/other d/alias
+  [ ! -e d/seg ]
+  run -0 powercut
+  assert_line "undone unlink $W/d/seg"
+  assert_line "undone rmdir $W/d/gone"
+  assert_line "undone link $W/d/alias"
+  assert_line "cut $W/d/seg from 320 to 300"
+  assert_equal "$(size d/seg)" 300
+  [ -d d/gone ]
+  [ ! -e d/alias ]
+  [ -f d/other ]
+}
+
+@test "a directory made and never synced in its parent goes with everything in it, synced or not" {
+  setup_ledger
+  run -0 writer mkdir d/new open d/new/f write 10 fsync dirsync d/new mkdir d/kept dirsync d
+  run -0 writer mkdir d/kept/late open d/kept/late/f write 10 fsync dirsync d/kept/late
+  run -0 powercut
+  assert_line "undone mkdir $W/d/kept/late"
+  refute_line "undone mkdir $W/d/new"
+  [ -f d/new/f ]
+  [ -d d/kept ]
+  [ ! -e d/kept/late ]
+}
+
+@test "an overwrite in place after the last sync is reverted; one before it stays" {
+  setup_ledger
+  run -0 writer open d/a write 10000 overwrite 0 3 fsync dirsync d overwrite 5000 4 overwrite 9998 2
+  assert_equal "$(head -c 3 d/a)" XXX
+  assert_equal "$(dd if=d/a bs=1 skip=5000 count=4 2>/dev/null)" XXXX
+  run -0 powercut
+  assert_line "reverted 2 overwrites of $W/d/a"
+  "$WRITER" open ref write 10000 overwrite 0 3 # the file as it was synced
+  cmp d/a ref || fail "not the synced content"
+  assert_equal "$(head -c 3 d/a)" XXX
+}
+
+@test "a truncation not followed by a sync comes back longer, with the old bytes; a synced one stays" {
+  setup_ledger
+  run -0 writer open d/a write 5000 fsync dirsync d truncate 100 open d/b write 5000 fsync dirsync d truncate 100 fsync
+  assert_equal "$(size d/a)" 100
+  run -0 powercut
+  assert_line "reverted truncation of $W/d/a: 4900 bytes back"
+  "$WRITER" open ref write 5000
+  cmp d/a ref || fail "not the old bytes"
+  assert_equal "$(size d/b)" 100
+}
+
+# cut_with SEED CMD... — a fresh directory written by CMD, cut with --seed SEED.
+cut_with() {
+  local seed=$1
+  shift
+  rm -rf d ledger ledger.keep
+  setup_ledger
+  writer "$@" >/dev/null
+  powercut --seed "$seed" >/dev/null
+}
+
+@test "--seed: the unsynced tail goes from a page boundary past the synced size, differing by seed, the same for one seed" {
+  local seed sizes="" again
+  for seed in $(seq 1 24); do
+    cut_with "$seed" open d/a write 1000 fsync dirsync d write 39000
+    sizes="$sizes $(size d/a)"
+  done
+  for n in $sizes; do
+    [ "$n" -eq 1000 ] || [ "$n" -eq 40000 ] || { [ $((n % 4096)) -eq 0 ] && [ "$n" -gt 1000 ] && [ "$n" -lt 40000 ]; } ||
+      fail "size $n is neither the synced size, a page boundary past it nor the whole file:$sizes"
+  done
+  [ "$(echo $sizes | tr ' ' '\n' | sort -u | wc -l)" -ge 4 ] || fail "the seeds gave too few sizes:$sizes"
+  cut_with 7 open d/a write 1000 fsync dirsync d write 39000
+  again=$(size d/a)
+  assert_equal "$again" "$(echo $sizes | cut -d' ' -f7)"
+  run -2 powercut --seed 0
+  assert_output --partial "--seed 0: not a positive integer"
+}
+
+@test "--seed: undone entries are a suffix in ledger order (the journal reached some point), and some seeds keep some" {
+  local seed kept partial=0
+  for seed in $(seq 1 16); do
+    cut_with "$seed" open d/f1 write 1 fsync open d/f2 write 1 fsync open d/f3 write 1 fsync open d/f4 write 1 fsync
+    kept=""
+    for f in f1 f2 f3 f4; do [ -e "d/$f" ] && kept="$kept$f "; done
+    case "$kept" in "" | "f1 " | "f1 f2 " | "f1 f2 f3 " | "f1 f2 f3 f4 ") ;; *) fail "seed $seed kept $kept: not a prefix" ;; esac
+    case "$kept" in "" | "f1 f2 f3 f4 ") ;; *) partial=$((partial + 1)) ;; esac
+  done
+  [ "$partial" -ge 2 ] || fail "only $partial seeds kept part of the creations"
+}
+
 @test "syncs from a worker thread are seen in the ledger" {
   setup_ledger
-  run -0 writer open d/a write 64 thread-fsync write 10
-  assert_output "thread-fsync: ok"
-  grep -qx "sync $(devino d/a) 64" ledger
+  run -0 writer open d/a write 64 thread-fsync write 10 dirsync d
+  assert_output $'thread-fsync: ok\ndirsync: ok'
+  synced d/a 64
   run -0 powercut
   assert_equal "$(size d/a)" 64
 }
@@ -122,11 +241,11 @@ setup_ledger() {
   assert_output $'fsync: ok\nfdatasync: ok'
   grep -qx "slow fsync $(devino d/a)" ledger
   grep -qx "slow fdatasync $(devino d/a)" ledger
-  grep -qx "sync $(devino d/a) 10" ledger # held back, not lost
+  synced d/a 10 # held back, not lost
   rm slownow
   FELIX_FAULTS_SLOW_SYNC_IF="$W/slownow" run -0 writer open d/b write 5 fsync
   run ! grep -q "slow fsync $(devino d/b)" ledger
-  grep -qx "sync $(devino d/b) 5" ledger
+  synced d/b 5
 }
 
 @test "FELIX_FAULTS_FAIL_SYNC_IF: while the file exists fsync/fdatasync/syncfs fail with EIO and nothing counts as synced" {
@@ -140,12 +259,12 @@ setup_ledger() {
   assert_output 0
   # switched off by removing the file
   rm failnow
-  FELIX_FAULTS_FAIL_SYNC_IF="$W/failnow" run -0 writer open d/b write 10 fsync
-  assert_output "fsync: ok"
+  FELIX_FAULTS_FAIL_SYNC_IF="$W/failnow" run -0 writer open d/b write 10 fsync dirsync d
+  assert_output $'fsync: ok\ndirsync: ok'
   run -0 powercut
-  assert_line "removed $W/d/a"
-  assert_line "powercut: 0 files cut, 1 removed"
-  [ -f d/b ]
+  assert_line "cut $W/d/a from 10 to 0"
+  assert_line "powercut: 1 files cut, 0 removed"
+  assert_equal "$(size d/b)" 10
 }
 
 @test "ledger records are whole lines even after SIGKILL of a process syncing from several threads" {
@@ -160,7 +279,7 @@ setup_ledger() {
   [ "$n" -ge 200 ]
   # the file ends in a newline and every line is a complete record
   [ "$(tail -c 1 ledger | od -An -c | tr -d ' ')" = '\n' ]
-  run grep -Evc '^sync [0-9]+ [0-9]+ [0-9]+$' ledger
+  run grep -Evc '^sync [0-9]+ [0-9]+ [0-9]+ @[0-9]+$' ledger
   assert_output 0
   before=$(size d/a)
   run -0 powercut

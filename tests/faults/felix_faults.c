@@ -39,20 +39,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PATH_CAP 4352
+#include "faults.h"
 
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_syncfs)(int);
-static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
 static void (*real_sync)(void);
-static int (*real_openat)(int, const char *, int, ...);
-static ssize_t (*real_write)(int, const void *, size_t);
-static int (*real_renameat)(int, const char *, int, const char *);
+ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+int (*real_openat)(int, const char *, int, ...);
+ssize_t (*real_write)(int, const void *, size_t);
+int (*real_renameat)(int, const char *, int, const char *);
+int (*real_unlinkat)(int, const char *, int);
+int (*real_mkdirat)(int, const char *, mode_t);
+int (*real_linkat)(int, const char *, int, const char *, int);
+int (*real_ftruncate)(int, off_t);
+int (*real_truncate)(const char *, off_t);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 /* Set while this library itself opens, reads or writes (the rules file, the
- * ledger): those calls pass straight through. */
-static __thread int busy;
+ * ledger, the keep area): those calls pass straight through. */
+__thread int faults_busy;
 
 static void resolve(void)
 {
@@ -64,10 +69,30 @@ static void resolve(void)
     real_openat = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
     real_write = (ssize_t (*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
     real_renameat = (int (*)(int, const char *, int, const char *))dlsym(RTLD_NEXT, "renameat");
+    real_unlinkat = (int (*)(int, const char *, int))dlsym(RTLD_NEXT, "unlinkat");
+    real_mkdirat = (int (*)(int, const char *, mode_t))dlsym(RTLD_NEXT, "mkdirat");
+    real_linkat = (int (*)(int, const char *, int, const char *, int))dlsym(RTLD_NEXT, "linkat");
+    real_ftruncate = (int (*)(int, off_t))dlsym(RTLD_NEXT, "ftruncate");
+    real_truncate = (int (*)(const char *, off_t))dlsym(RTLD_NEXT, "truncate");
+}
+
+void faults_resolve(void)
+{
+    pthread_once(&once, resolve);
+}
+
+long long faults_ledger_pos(void)
+{
+    const char *ledger = getenv("FELIX_FAULTS_LEDGER");
+    struct stat st;
+    int saved = errno;
+    long long pos = ledger != NULL && *ledger != '\0' && stat(ledger, &st) == 0 ? (long long)st.st_size : 0;
+    errno = saved;
+    return pos;
 }
 
 /* Appends one record with one write(); errno is preserved. */
-static void record(const char *fmt, ...)
+void faults_record(const char *fmt, ...)
 {
     const char *ledger = getenv("FELIX_FAULTS_LEDGER");
     if (ledger == NULL || *ledger == '\0')
@@ -79,14 +104,14 @@ static void record(const char *fmt, ...)
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     if (n > 0 && (size_t)n < sizeof buf) {
-        busy++;
+        faults_busy++;
         int fd = open(ledger, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         if (fd >= 0) {
             ssize_t w = write(fd, buf, (size_t)n);
             (void)w;
             close(fd);
         }
-        busy--;
+        faults_busy--;
     }
     errno = saved;
 }
@@ -116,7 +141,7 @@ static const char *name_of(int no)
 }
 
 /* The absolute path of name relative to dirfd, or (name NULL) of fd. */
-static void path_of(int dirfd, const char *name, int fd, char *out, size_t cap)
+void faults_path_of(int dirfd, const char *name, int fd, char *out, size_t cap)
 {
     char base[PATH_CAP] = "";
     if (name != NULL && name[0] == '/') {
@@ -164,7 +189,7 @@ static int read_rules(const char *rules, char *buf, size_t cap)
 static int file_fault(const char *op, int dirfd, const char *name, int fd)
 {
     const char *rules = getenv("FELIX_FAULTS_FILE_RULES");
-    if (rules == NULL || *rules == '\0' || busy)
+    if (rules == NULL || *rules == '\0' || faults_busy)
         return 0;
     int saved = errno, result = 0;
     struct stat st;
@@ -172,7 +197,7 @@ static int file_fault(const char *op, int dirfd, const char *name, int fd)
         errno = saved;
         return 0;
     }
-    busy++;
+    faults_busy++;
     char text[8192], path[PATH_CAP] = "";
     char *save = NULL;
     for (char *line = read_rules(rules, text, sizeof text) ? strtok_r(text, "\n", &save) : NULL;
@@ -181,13 +206,13 @@ static int file_fault(const char *op, int dirfd, const char *name, int fd)
         if (sscanf(line, "%15s %15s %4351s", o, e, pat) != 3 || o[0] == '#' || strcmp(o, op) != 0)
             continue;
         if (path[0] == '\0')
-            path_of(dirfd, name, fd, path, sizeof path);
+            faults_path_of(dirfd, name, fd, path, sizeof path);
         if (fnmatch(pat, path, 0) == 0)
             result = errno_of(e);
     }
-    busy--;
+    faults_busy--;
     if (result != 0)
-        record("failfile %s %s %s\n", op, name_of(result), path);
+        faults_record("failfile %s %s %s\n", op, name_of(result), path);
     errno = saved;
     return result;
 }
@@ -214,7 +239,7 @@ static void slow_down(const char *name, int have, const struct stat *st)
         return;
     int saved = errno;
     if (access(p, F_OK) == 0) /* recorded before the wait, so a test sees a sync that is still held back */
-        record("slow %s %llu %llu\n", name, have ? (unsigned long long)st->st_dev : 0ull,
+        faults_record("slow %s %llu %llu\n", name, have ? (unsigned long long)st->st_dev : 0ull,
                have ? (unsigned long long)st->st_ino : 0ull);
     const char *ms = getenv("FELIX_FAULTS_SLOW_SYNC_MS");
     long total = ms && *ms ? strtol(ms, NULL, 10) : 1000;
@@ -225,14 +250,19 @@ static void slow_down(const char *name, int have, const struct stat *st)
     errno = saved;
 }
 
-static void record_entry(const struct stat *st)
+/* pos: the ledger's size when the sync started (-1: the record's own place),
+ * so a record written meanwhile by another thread is not vouched for. */
+static void record_entry(const struct stat *st, long long pos)
 {
+    char at[32] = "";
+    if (pos >= 0)
+        snprintf(at, sizeof at, " @%lld", pos);
     if (S_ISREG(st->st_mode))
-        record("sync %llu %llu %lld\n", (unsigned long long)st->st_dev,
-               (unsigned long long)st->st_ino, (long long)st->st_size);
+        faults_record("sync %llu %llu %lld%s\n", (unsigned long long)st->st_dev,
+               (unsigned long long)st->st_ino, (long long)st->st_size, at);
     else if (S_ISDIR(st->st_mode))
-        record("dirsync %llu %llu\n", (unsigned long long)st->st_dev,
-               (unsigned long long)st->st_ino);
+        faults_record("dirsync %llu %llu%s\n", (unsigned long long)st->st_dev,
+               (unsigned long long)st->st_ino, at);
 }
 
 static int do_fdsync(int fd, int (*real)(int), const char *name)
@@ -252,16 +282,17 @@ static int do_fdsync(int fd, int (*real)(int), const char *name)
     }
     if (failing()) {
         if (have)
-            record("fail %s %llu %llu\n", name, (unsigned long long)st.st_dev,
+            faults_record("fail %s %llu %llu\n", name, (unsigned long long)st.st_dev,
                    (unsigned long long)st.st_ino);
         else
-            record("fail %s 0 0\n", name);
+            faults_record("fail %s 0 0\n", name);
         errno = EIO;
         return -1;
     }
+    long long pos = faults_ledger_pos();
     int r = real(fd);
     if (r == 0 && have)
-        record_entry(&st);
+        record_entry(&st, pos);
     return r;
 }
 
@@ -288,7 +319,7 @@ static int walk_cb(const char *path, const struct stat *st, int flag, struct FTW
     (void)ftw;
     if (flag == FTW_F || flag == FTW_D || flag == FTW_DP)
         if (walk_all || st->st_dev == walk_dev)
-            record_entry(st);
+            record_entry(st, -1);
     return 0;
 }
 
@@ -317,7 +348,7 @@ int syncfs(int fd)
     struct stat st;
     int have = fstat(fd, &st) == 0;
     if (failing()) {
-        record("fail syncfs %llu 0\n", have ? (unsigned long long)st.st_dev : 0ULL);
+        faults_record("fail syncfs %llu 0\n", have ? (unsigned long long)st.st_dev : 0ULL);
         errno = EIO;
         return -1;
     }
@@ -327,7 +358,7 @@ int syncfs(int fd)
         walk_root(st.st_dev, 0);
     int r = real_syncfs(fd);
     if (r == 0 && have)
-        record("syncfs %llu\n", (unsigned long long)st.st_dev);
+        faults_record("syncfs %llu\n", (unsigned long long)st.st_dev);
     return r;
 }
 
@@ -335,13 +366,13 @@ void sync(void)
 {
     pthread_once(&once, resolve);
     if (failing()) {
-        record("fail sync 0 0\n");
+        faults_record("fail sync 0 0\n");
         return;
     }
     walk_root(0, 1);
     if (real_sync != NULL)
         real_sync();
-    record("syncall\n");
+    faults_record("syncall\n");
 }
 
 /* A full disk for regular files while FELIX_FAULTS_ENOSPC_IF exists. */
@@ -372,6 +403,7 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t at)
         errno = ff;
         return -1;
     }
+    undo_before_write(fd, at, n, 1);
     return real_pwrite ? real_pwrite(fd, buf, n, at) : (errno = ENOSYS, -1);
 }
 
@@ -400,14 +432,25 @@ static int injected(int ff)
     return -1;
 }
 
-/* open(name) is openat(AT_FDCWD, name): all four enter here. */
+/* open(name) is openat(AT_FDCWD, name): all four enter here. A name it
+ * creates, and the bytes O_TRUNC throws away, are recorded for the undo. */
 static int open_checked(int dirfd, const char *name, int flags, mode_t mode)
 {
     pthread_once(&once, resolve);
     int ff = file_fault("open", dirfd, name, -1);
     if (ff != 0)
         return injected(ff);
-    return real_openat ? real_openat(dirfd, name, flags, mode) : injected(ENOSYS);
+    if (real_openat == NULL)
+        return injected(ENOSYS);
+    struct undo_name u = {0};
+    if (flags & (O_CREAT | O_TRUNC))
+        undo_before_name(dirfd, name, &u);
+    if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && u.existed && S_ISREG(u.old.st_mode))
+        undo_before_shrink(-1, u.path, 0);
+    int fd = real_openat(dirfd, name, flags, mode);
+    if (fd >= 0 && (flags & O_CREAT))
+        undo_after_create(&u, fd, "create");
+    return fd;
 }
 
 int openat(int dirfd, const char *name, int flags, ...)
@@ -444,6 +487,7 @@ ssize_t write(int fd, const void *buf, size_t n)
     int ff = file_fault("write", -1, NULL, fd);
     if (ff != 0)
         return injected(ff);
+    undo_before_write(fd, 0, n, 0);
     return real_write ? real_write(fd, buf, n) : injected(ENOSYS);
 }
 
@@ -456,10 +500,106 @@ int renameat(int olddir, const char *from, int newdir, const char *to)
         ff = file_fault("rename", newdir, to, -1);
     if (ff != 0)
         return injected(ff);
-    return real_renameat ? real_renameat(olddir, from, newdir, to) : injected(ENOSYS);
+    if (real_renameat == NULL)
+        return injected(ENOSYS);
+    struct undo_name src, dst;
+    undo_before_rename(olddir, from, newdir, to, &src, &dst);
+    int r = real_renameat(olddir, from, newdir, to);
+    undo_after_rename(&src, &dst, r == 0);
+    return r;
 }
 
 int rename(const char *from, const char *to)
 {
     return renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+/* ---- names and sizes a power cut can undo (undo.c) ---- */
+
+int unlinkat(int dirfd, const char *name, int flags)
+{
+    pthread_once(&once, resolve);
+    if (real_unlinkat == NULL)
+        return injected(ENOSYS);
+    struct undo_name u;
+    undo_before_name(dirfd, name, &u);
+    if (!(flags & AT_REMOVEDIR))
+        undo_keep_before_unlink(&u);
+    int r = real_unlinkat(dirfd, name, flags);
+    undo_after_unlink(&u, r == 0, (flags & AT_REMOVEDIR) != 0);
+    return r;
+}
+
+int unlink(const char *name)
+{
+    return unlinkat(AT_FDCWD, name, 0);
+}
+
+int rmdir(const char *name)
+{
+    return unlinkat(AT_FDCWD, name, AT_REMOVEDIR);
+}
+
+int mkdirat(int dirfd, const char *name, mode_t mode)
+{
+    pthread_once(&once, resolve);
+    if (real_mkdirat == NULL)
+        return injected(ENOSYS);
+    struct undo_name u;
+    undo_before_name(dirfd, name, &u);
+    int r = real_mkdirat(dirfd, name, mode);
+    if (r == 0)
+        undo_after_create(&u, -1, "mkdir");
+    return r;
+}
+
+int mkdir(const char *name, mode_t mode)
+{
+    return mkdirat(AT_FDCWD, name, mode);
+}
+
+int linkat(int olddir, const char *from, int newdir, const char *to, int flags)
+{
+    pthread_once(&once, resolve);
+    if (real_linkat == NULL)
+        return injected(ENOSYS);
+    struct undo_name u;
+    undo_before_name(newdir, to, &u);
+    int r = real_linkat(olddir, from, newdir, to, flags);
+    if (r == 0)
+        undo_after_create(&u, -1, "link");
+    return r;
+}
+
+int link(const char *from, const char *to)
+{
+    return linkat(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+int ftruncate(int fd, off_t to)
+{
+    pthread_once(&once, resolve);
+    if (real_ftruncate == NULL)
+        return injected(ENOSYS);
+    undo_before_shrink(fd, NULL, to);
+    return real_ftruncate(fd, to);
+}
+
+int ftruncate64(int fd, off_t to)
+{
+    return ftruncate(fd, to);
+}
+
+int truncate(const char *path, off_t to)
+{
+    pthread_once(&once, resolve);
+    if (real_truncate == NULL)
+        return injected(ENOSYS);
+    undo_before_shrink(-1, path, to);
+    return real_truncate(path, to);
+}
+
+int truncate64(const char *path, off_t to)
+{
+    return truncate(path, to);
 }

@@ -10,6 +10,10 @@
  *   thread-fsync     fsync the current file from a second thread (joined)
  *   dirsync DIR      fsync the directory DIR
  *   rename A B       rename(2)
+ *   unlink P | mkdir P | rmdir P | link A B
+ *                    unlink(2), mkdir(2), rmdir(2), link(2)
+ *   overwrite OFF N  pwrite N bytes 'X' at OFF in the current file
+ *   truncate N       ftruncate the current file to N bytes
  *   close            close the current file
  *   spin THREADS N   THREADS threads each do N times: append 1 byte, fsync
  *   ready            print "ready" and flush stdout
@@ -22,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int cur = -1;
@@ -122,6 +127,31 @@ int main(int argc, char **argv)
             if (rename(argv[i + 1], argv[i + 2]) != 0)
                 die("rename");
             i += 2;
+        } else if (strcmp(op, "unlink") == 0 || strcmp(op, "mkdir") == 0 || strcmp(op, "rmdir") == 0) {
+            need(i, 1, argc);
+            const char *p = argv[++i];
+            int r = op[0] == 'u' ? unlink(p) : op[0] == 'm' ? mkdir(p, 0755) : rmdir(p);
+            if (r != 0)
+                die(op);
+        } else if (strcmp(op, "link") == 0) {
+            need(i, 2, argc);
+            if (link(argv[i + 1], argv[i + 2]) != 0)
+                die("link");
+            i += 2;
+        } else if (strcmp(op, "overwrite") == 0) {
+            need(i, 2, argc);
+            off_t at = (off_t)atol(argv[++i]);
+            size_t n = (size_t)atol(argv[++i]);
+            char buf[65536];
+            if (n > sizeof buf)
+                n = sizeof buf;
+            memset(buf, 'X', n);
+            if (pwrite(cur, buf, n, at) != (ssize_t)n)
+                die("overwrite");
+        } else if (strcmp(op, "truncate") == 0) {
+            need(i, 1, argc);
+            if (ftruncate(cur, (off_t)atol(argv[++i])) != 0)
+                die("truncate");
         } else if (strcmp(op, "close") == 0) {
             if (close(cur) != 0)
                 die("close");
