@@ -39,9 +39,10 @@ teardown() {
 }
 
 # An idle shard: one record acknowledged by the leader and follower V while
-# W lags (stopped); V loses power; the leader dies.
+# W lags (stopped); V loses power; the leader dies. Brokers run with the
+# caller's FL flags.
 idle_shard_record_on_leader_and_victim() {
-  rcluster_up "${LONG[@]}"
+  rcluster_up "${FL[@]}"
   L=$(leader_of)
   set -- $(others_than "$L")
   V=$1 W=$2
@@ -51,11 +52,14 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 30 caught_up "$V"
   power_cut "${V#b}"
   stop_process "$L" KILL
-  rbroker_start "${V#b}" "${LONG[@]}"
-  rbroker_start "${W#b}" "${LONG[@]}" # same boot: ids kept, one record short
+  rbroker_start "${V#b}" "${FL[@]}"
+  rbroker_start "${W#b}" "${FL[@]}" # same boot: ids kept, one record short
 }
 
-@test "1: a follower that lost its tail in a power cut is never promoted: NoCaughtUpReplica, healed by the old leader" {
+# scenario_1 [broker flags] — a follower that lost its tail in a power cut is
+# never promoted: NoCaughtUpReplica, healed by the old leader
+scenario_1() {
+  local FL=("$@")
   idle_shard_record_on_leader_and_victim
   g=$(shard_generation r/0)
   wait_until 60 shard_is r/0 NoCaughtUpReplica
@@ -69,7 +73,7 @@ idle_shard_record_on_leader_and_victim() {
   [[ $detail == *"$L: lease lapsed"* ]] || fail "$detail"
   [[ $detail == *"$W: "* ]] || fail "$detail"
   [ "$(shard_generation r/0)" -eq "$g" ] # nothing durable changed
-  rbroker_start "${L#b}" "${LONG[@]}"  # same boot: ids kept, its copy holds the record
+  rbroker_start "${L#b}" "${FL[@]}"  # same boot: ids kept, its copy holds the record
   wait_until 60 generation_above r/0 "$g"
   wait_until 60 shard_is r/0 Active
   acked_readable
@@ -77,8 +81,19 @@ idle_shard_record_on_leader_and_victim() {
   acked_readable
 }
 
-@test "4: the fence never counts a follower whose copy id changed; the leader-elect waits instead of serving short" {
-  rcluster_up "${LONG[@]}"
+@test "1: a follower that lost its tail in a power cut is never promoted: NoCaughtUpReplica, healed by the old leader" {
+  scenario_1 "${LONG[@]}"
+}
+
+@test "1 at the default flush interval: a follower whose tail was partly synced still comes back a stranger, never promoted; healed by the old leader" {
+  scenario_1
+}
+
+# scenario_4 [broker flags] — the fence never counts a follower whose copy id
+# changed; the leader-elect waits instead of serving short
+scenario_4() {
+  local FL=("$@")
+  rcluster_up "${FL[@]}"
   L=$(leader_of)
   set -- $(others_than "$L")
   V=$1 E=$2
@@ -87,7 +102,7 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 30 caught_up "$E"
   power_cut "${V#b}"
   stop_process "$L" KILL
-  rbroker_start "${V#b}" "${LONG[@]}"
+  rbroker_start "${V#b}" "${FL[@]}"
   wait_until 30 is_stranger "$V"
   # Only E is eligible; its fence needs two counted copies and V's does not count.
   wait_until 60 shard_is r/0 Fencing
@@ -100,13 +115,25 @@ idle_shard_record_on_leader_and_victim() {
   [[ $output == *"could not fetch now"* ]] || fail "$output"
   run ! grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$(shard_generation r/0)" "$C/$E.log"
   shard_is r/0 Fencing || shard_is r/0 NoCaughtUpReplica # after a lease the fence times out: E is passed over
-  rbroker_start "${L#b}" "${LONG[@]}"  # same boot: its named copy answers and counts
+  rbroker_start "${L#b}" "${FL[@]}"  # same boot: its named copy answers and counts
   wait_until 60 shard_is r/0 Active
   acked_readable
 }
 
-@test "2: a follower that lost its tail reconnects to the live leader first: copied again, caught up under its new id, then failover keeps the record" {
-  rcluster_up "${LONG[@]}"
+@test "4: the fence never counts a follower whose copy id changed; the leader-elect waits instead of serving short" {
+  scenario_4 "${LONG[@]}"
+}
+
+@test "4 at the default flush interval: a partly synced follower's new copy id is never counted in the fence" {
+  scenario_4
+}
+
+# scenario_2 [broker flags] — a follower that lost its tail reconnects to the
+# live leader first: copied again, caught up under its new id, then failover
+# keeps the record
+scenario_2() {
+  local FL=("$@")
+  rcluster_up "${FL[@]}"
   L=$(leader_of)
   set -- $(others_than "$L")
   V=$1 W=$2
@@ -115,15 +142,23 @@ idle_shard_record_on_leader_and_victim() {
   wait_until 30 hwm_at_least 2
   wait_until 30 caught_up "$V"
   power_cut "${V#b}"
-  rbroker_start "${V#b}" "${LONG[@]}"
+  rbroker_start "${V#b}" "${FL[@]}"
   wait_until 30 grep -q "copy .* of r/0 on $V joins as a stranger" "$C/cp.log"
   wait_until 60 grep -q "on $V: stranger copy .* trusted" "$C/cp.log"
   wait_until 30 caught_up "$V"
-  rbroker_start "${W#b}" "${LONG[@]}"
+  rbroker_start "${W#b}" "${FL[@]}"
   stop_process "$L" KILL
   wait_until 60 leader_is_not "$L"
   wait_until 60 shard_is r/0 Active
   acked_readable
+}
+
+@test "2: a follower that lost its tail reconnects to the live leader first: copied again, caught up under its new id, then failover keeps the record" {
+  scenario_2 "${LONG[@]}"
+}
+
+@test "2 at the default flush interval: a partly synced follower is copied again under its new id, then failover keeps the record" {
+  scenario_2
 }
 
 # scenario_3 LEADER_FLAGS... -- FOLLOWER_FLAGS...: the leader loses power
@@ -359,8 +394,11 @@ scenario_7() {
   acked_readable
 }
 
-@test "14: a follower loses power under steady production: it rejoins as a stranger, is copied and trusted while production goes on" {
-  rcluster_up "${LONG[@]}"
+# scenario_14 [broker flags] — a follower loses power under steady production:
+# it rejoins as a stranger, is copied and trusted while production goes on
+scenario_14() {
+  local FL=("$@")
+  rcluster_up "${FL[@]}"
   L=$(leader_of)
   set -- $(others_than "$L")
   F=$1
@@ -368,7 +406,7 @@ scenario_7() {
   producer=$!
   wait_until 30 hwm_at_least 200
   power_cut "${F#b}"
-  rbroker_start "${F#b}" "${LONG[@]}"
+  rbroker_start "${F#b}" "${FL[@]}"
   wait_until 60 grep -q "on $F: stranger copy .* trusted" "$C/cp.log"
   wait "$producer"
   wait_until 30 caught_up "$F"
@@ -376,14 +414,26 @@ scenario_7() {
   acked_readable
 }
 
-@test "15: a sync error on an on_commit follower, then a restart on the same boot: a new id, never trusted on its old one" {
+@test "14: a follower loses power under steady production: it rejoins as a stranger, is copied and trusted while production goes on" {
+  scenario_14 "${LONG[@]}"
+}
+
+@test "14 at the default flush interval: a follower loses power under steady production with part of its log synced; copied and trusted while production goes on" {
+  scenario_14
+}
+
+# scenario_15 [broker flags] — a follower's syncs fail (EIO): it removes its
+# boot token and exits; restarted on the same boot it comes back under a new
+# id, a stranger, never trusted on its old one.
+scenario_15() {
+  local FL=("$@")
   rcluster_up
   L=$(leader_of)
   set -- $(others_than "$L")
   F=$1
   stop_process "$F" TERM
   # While $C/fail-sync exists, every sync of this process fails with EIO.
-  FELIX_FAULTS_FAIL_SYNC_IF="$C/fail-sync" rbroker_start "${F#b}" --fsync-mode on_commit
+  FELIX_FAULTS_FAIL_SYNC_IF="$C/fail-sync" rbroker_start "${F#b}" "${FL[@]}"
   wait_until 30 caught_up "$F"
   old=$(replica_field "$F" copy_id)
   produce_acked 1 50
@@ -393,13 +443,21 @@ scenario_7() {
   grep -q 'boot token removed' "$C/$F.log"
   grep -q '^fail ' "$C/ledger.${F}"
   rm -f "$C/fail-sync"
-  rbroker_start "${F#b}" --fsync-mode on_commit # the same boot, but no token: nothing vouches for its page cache
+  rbroker_start "${F#b}" "${FL[@]}" # the same boot, but no token: nothing vouches for its page cache
   wait_until 60 this_start_says "$F" 'msg="storage id rotated"'
   wait_until 60 grep -q "copy .* of r/0 on $F joins as a stranger" "$C/cp.log"
   [ "$(replica_field "$F" copy_id)" != "$old" ]
   wait_until 60 caught_up "$F"
   produce_acked 61 80
   acked_readable
+}
+
+@test "15: a sync error on an on_commit follower, then a restart on the same boot: a new id, never trusted on its old one" {
+  scenario_15 --fsync-mode on_commit
+}
+
+@test "15 periodic: a failed periodic flush on a follower, then a restart on the same boot: a new id, never trusted on its old one" {
+  scenario_15
 }
 
 @test "13: a rolling restart of all three brokers under steady production: nothing lost, each shard handed off" {
@@ -433,6 +491,7 @@ scenario_7() {
 }
 
 @test "1 abandon: the stuck shard is re-placed by the operator on the copy with the fewest records at risk, which are reported" {
+  local FL=("${LONG[@]}")
   idle_shard_record_on_leader_and_victim
   wait_until 60 shard_is r/0 NoCaughtUpReplica
   wait_until 30 brokers_alive 2
@@ -641,6 +700,38 @@ deposed_leader_with_a_longer_old_tail() {
   # The old leader's copy now holds exactly the new leader's records.
   wait_until 30 bash -c "cmp <('$FELIX_BUILD/felix-inspect' --json dump $C/$L/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-) \
     <('$FELIX_BUILD/felix-inspect' --json dump $C/$(leader_of)/shards/r_0-*/00000000000000000000.log | cut -d, -f1,4-)"
+}
+
+@test "8 periodic: a slow disk on a periodic leader: acknowledgements go on from the replicated page caches, no failover; its power cut during the hang loses nothing acknowledged" {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  cp_start
+  for n in 1 2 3; do
+    FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.b$n" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "$n"
+  done
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create r --shards 1 --replicas 3
+  wait_until 60 shard_is r/0 Active
+  : >"$C/acked"
+  : >"$C/seen"
+  produce_acked 1 50
+  L=$(leader_of)
+  g=$(shard_generation r/0)
+  touch "$C/slow.$L" # its disk hangs; periodic acknowledgements do not wait for it
+  produce_acked 51 100 || fail "a periodic leader stopped acknowledging for its slow disk"
+  wait_until 30 grep -q '^slow ' "$C/ledger.$L" # its flusher is held back
+  produce_acked 101 150 || fail "a periodic leader stopped acknowledging for its slow disk"
+  local f
+  for f in $(others_than "$L"); do wait_until 30 caught_up "$f"; done
+  [ "$(shard_generation r/0)" -eq "$g" ] && [ "$(leader_of)" = "$L" ] || fail "a slow disk alone moved the shard"
+  power_cut "${L#b}" # during the hang: nothing since its last flush is on its disk
+  rm -f "$C/slow.$L"
+  rbroker_start "${L#b}"
+  wait_until 60 generation_above r/0 "$g"
+  wait_until 60 shard_is r/0 Active
+  wait_until 30 this_start_says "$L" 'msg="storage id rotated"'
+  acked_readable
+  produce_acked 151 200
+  acked_readable
 }
 
 @test "16: two power cuts in a row, the second during recovery from the first: the follower rejoins as a stranger, nothing acknowledged is lost" {
