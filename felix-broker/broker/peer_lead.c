@@ -615,10 +615,8 @@ void peer_members_changed(broker *b, shard *s) {
 }
 
 void peer_start_fence(broker *b, shard *s) {
-  if (s->led_generation && s->ballot.generation <= s->led_generation) {
-    /* Rule 1 and the model's Finding 4: a process fences only above every
-     * generation it has served (a restored control plane may pin it to one
-     * again); it waits for the next one. */
+  if (!felix_may_fence(s->ballot.generation, s->led_generation)) {
+    /* It waits for the next generation (felix_may_fence). */
     felix_log_event("warn", "not fencing a generation this process already led", "shard", s->dir_name, NULL);
     return;
   }

@@ -238,3 +238,7 @@ felix_promise_verdict felix_promise_judge(const felix_ballot *ballot, const feli
   assert(v != FELIX_PROMISE_HELD || (ballot->has_leader && ask->generation == ballot->generation));
   return v;
 }
+
+bool felix_may_fence(uint64_t generation, uint64_t led_generation) {
+  return led_generation == 0 || generation > led_generation;
+}

@@ -693,6 +693,21 @@ static void twin_stale_follower_hwm(void **s) {
   assert_int_equal(v.max_hwm, 1);
 }
 
+/* twin-refence-served-generation: A led generation 1 (W committed, HWM 1);
+ * a control plane rolled back to a backup pins A to generation 1 again; the
+ * twin lets A fence generation 1 a second time and start from the restored
+ * maximum HWM, hiding or exposing W before a majority of the second fence
+ * holds it. Real: peer_start_fence asks felix_may_fence, which refuses a
+ * generation at or below one the process led, and allows the next. Fails if
+ * a process could fence a generation it already led. */
+static void twin_refence_served_generation(void **s) {
+  (void)s;
+  assert_false(felix_may_fence(1, 1));
+  assert_false(felix_may_fence(1, 2));
+  assert_true(felix_may_fence(2, 1));
+  assert_true(felix_may_fence(1, 0)); /* a process that led nothing yet */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(twin_no_id_check_in_placement),
@@ -718,6 +733,7 @@ int main(void) {
       cmocka_unit_test(twin_generation_from_store),
       cmocka_unit_test(twin_no_floor_check),
       cmocka_unit_test(twin_stale_follower_hwm),
+      cmocka_unit_test(twin_refence_served_generation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

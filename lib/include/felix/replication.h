@@ -94,6 +94,12 @@ typedef struct felix_ack_input {
  * The leader always holds what it acknowledges (rule 2). */
 bool felix_ack_ready(const felix_ack_input *in);
 
+/* Rule 1 and the model's Finding 4 (twin-refence-served-generation): a
+ * process fences a generation only above every generation it has led
+ * (led_generation, 0 for none): a control plane restored from a backup may
+ * pin it to one it already served, whose committed records it would hide. */
+bool felix_may_fence(uint64_t generation, uint64_t led_generation);
+
 /* ---- control plane: trusting a measurement (§4.5, rule 5) ---- */
 
 typedef struct felix_slot_trust {
