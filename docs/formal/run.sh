@@ -8,7 +8,12 @@
 # the expectation.  Exits 1 when a passing configuration reports an error, when
 # a twin (expect fail:INVARIANT) reports none or breaks another invariant than
 # the one it names (read from its trail's replay), or when a run stores fewer
-# states than its floor.  The last line is always "formal: N passed, N failed".
+# states than its floor.  Action coverage (README.md, "Action coverage"): every
+# action of the model (a branch of init's do-loop, one d_step) must carry its
+# COVER(Name) marker (row action-markers), and a full run (no NAME) fails when
+# an action is reached by no configuration, pass or twin (row action-coverage);
+# a run with NAMEs prints the coverage of those only and does not count it.
+# The last line is always "formal: N passed, N failed".
 # Trails of failing-as-expected twins are replayed into $FORMAL_TRAIL_DIR.
 set -u
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -20,7 +25,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     -j) jobs="$2"; shift 2 ;;
     -j*) jobs="${1#-j}"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) names+=("$1"); shift ;;
   esac
 done
@@ -32,6 +37,87 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/felix-formal.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 trails="${FORMAL_TRAIL_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/felix-formal-trails.XXXXXX")}"
 mkdir -p "$trails"
+
+# The actions of the model, from its text: prints "action NAME" for every branch
+# of init's do-loop (PER_x(NAME) or ":: NAME(...)"), and "problem TEXT" for an
+# action that is not one d_step starting (after its guard) with COVER(NAME), a
+# loop branch that is no named action, or a d_step or COVER marker elsewhere
+# (allowed: the d_step of proctype invariants, the observer, and init's first
+# d_step, the initial state).
+model_actions() {
+  awk '
+    function strip(s,   out, i) {      # drops /* comments */, across lines
+      out = ""
+      while (s != "") {
+        if (incom) { i = index(s, "*/"); if (i == 0) return out; s = substr(s, i + 2); incom = 0 }
+        else { i = index(s, "/*"); if (i == 0) return out s; out = out substr(s, 1, i - 1) " "; s = substr(s, i + 2); incom = 1 }
+      }
+      return out
+    }
+    function problem(t) { print "problem " t }
+    function count(s, re,   n) { n = gsub(re, "", s); return n }
+    {
+      line = strip($0)
+      if (line ~ /^[ \t]*#/) {
+        if (line !~ /^#define[ \t]+COVER\(/ && line ~ /d_step|COVER\(/) problem("line " FNR ": a macro holds a d_step or a COVER marker")
+        next
+      }
+      # a top-level inline, proctype or init: its context lasts until its braces close
+      if (match(line, /^inline[ \t]+[A-Za-z_][A-Za-z0-9_]*/)) {
+        cur = substr(line, RSTART, RLENGTH); sub(/^inline[ \t]+/, "", cur); ctx = "inline"; body[cur] = ""; depth = 0; opened = 0
+      } else if (line ~ /^(active[ \t]+)?(\[[0-9]+\][ \t]+)?proctype[ \t]/) {
+        cur = line; sub(/^.*proctype[ \t]+/, "", cur); sub(/[^A-Za-z0-9_].*$/, "", cur); ctx = "proctype"; depth = 0; opened = 0
+      } else if (line ~ /^init[ \t]*\{/) {
+        ctx = "init"; phase = "start"; nstart = 0; depth = 0; opened = 0
+      }
+      if (ctx == "inline") body[cur] = body[cur] " " line
+      else if (ctx == "proctype") {
+        if (cur != "invariants" && line ~ /d_step/) problem("line " FNR ": a d_step in proctype " cur " (actions are branches of init'"'"'s do-loop)")
+        if (line ~ /COVER\(/) problem("line " FNR ": a COVER marker in proctype " cur)
+      } else if (ctx == "init") {
+        if (phase == "start" && line ~ /^[ \t]*do[ \t]*$/) { phase = "loop"; next }
+        if (phase == "loop" && line ~ /^[ \t]*od[ \t]*;?[ \t]*$/) { phase = "after"; next }
+        if (line ~ /COVER\(/) problem("line " FNR ": a COVER marker in init outside an action")
+        if (phase == "start") { nstart += count(line, "d_step"); if (nstart > 1) problem("line " FNR ": a second d_step in init before its do-loop") }
+        else if (phase == "after" && line ~ /d_step/) problem("line " FNR ": a d_step in init after its do-loop")
+        else if (phase == "loop") {
+          rest = line
+          while (match(rest, /PER_[A-Z]+\([A-Za-z_][A-Za-z0-9_]*\)/)) {
+            n = substr(rest, RSTART, RLENGTH); sub(/^PER_[A-Z]+\(/, "", n); sub(/\)$/, "", n); act[n] = 1
+            rest = substr(rest, 1, RSTART - 1) " " substr(rest, RSTART + RLENGTH)
+          }
+          while (match(rest, /::[ \t]*[A-Za-z_][A-Za-z0-9_]*[ \t]*\([^()]*\)/)) {
+            n = substr(rest, RSTART, RLENGTH); sub(/^::[ \t]*/, "", n); sub(/[ \t]*\(.*$/, "", n); act[n] = 1
+            rest = substr(rest, 1, RSTART - 1) " " substr(rest, RSTART + RLENGTH)
+          }
+          if (rest ~ /[^ \t]/) problem("line " FNR ": a branch of init'"'"'s do-loop that is no named action:" rest)
+        }
+      } else if (line ~ /d_step/) problem("line " FNR ": a d_step outside every action")
+      else if (line ~ /COVER\(/ && line !~ /^#define/) problem("line " FNR ": a COVER marker outside every action")
+      if (ctx != "") {
+        opened += count(line, "{"); depth += count(line, "{") - count(line, "}")
+        if (opened > 0 && depth <= 0) { ctx = ""; opened = 0 }
+      }
+    }
+    END {
+      if (phase == "") problem("no init with a do-loop")
+      for (n in act) {
+        print "action " n
+        if (!(n in body)) { problem(n ": no inline " n); continue }
+        b = body[n]; nd = count(b, "d_step")
+        if (nd != 1) { problem(n ": " nd " d_steps (an action is one d_step)"); continue }
+        match(b, /d_step/); after = substr(b, RSTART)
+        j = index(after, "COVER(" n ")")
+        if (j == 0) problem(n ": no COVER(" n ") in its d_step")
+        else if (index(substr(after, 1, j - 1), ";") > 0) problem(n ": COVER(" n ") is not the first statement after the guard")
+        if (count(b, "COVER\\(") > 1) problem(n ": more than one COVER marker")
+      }
+      for (n in body) if (!(n in act)) {
+        if (body[n] ~ /d_step/) problem("inline " n " has a d_step but is no branch of init'"'"'s do-loop")
+        if (body[n] ~ /COVER\(/) problem("inline " n " has a COVER marker but is no branch of init'"'"'s do-loop")
+      }
+    }' "$model" | sort
+}
 
 # one configuration: writes "$work/<name>.res" = name expect result states depth seconds verdict
 run_one() {
@@ -55,6 +141,8 @@ run_one() {
   # -E: a state with no enabled action is a quiet end, not an error
   # shellcheck disable=SC2086
   (cd "$d" && timeout "${FORMAL_TIMEOUT:-240}" ./pan -E -m1000000 -w26 $runflags >pan.out 2>&1)
+  # the actions this run reached (COVER lines, printed once per action by pan)
+  sed -n 's/^COVER \([A-Za-z_][A-Za-z0-9_]*\)$/\1/p' "$d/pan.out" | sort -u >"$work/$name.cov"
   end=$(date +%s.%N)
   secs=$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.1f", b-a}')
   states=$(awk '/states, stored/{print $1; exit}' "$d/pan.out")
@@ -71,8 +159,15 @@ run_one() {
   local want=${expect#fail:}
   if [ "$expect" = pass ] && [ "$result" = pass ]; then verdict=ok; fi
   if [ "$result" = violated ] && [ -f "$d/shard.pml.trail" ]; then
+    # without spin's warning that c_code (the COVER markers) is not run, and their echoes
     # shellcheck disable=SC2086
-    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$') >"$d/replay.txt"
+    (cd "$d" && spin -t $flags shard.pml 2>&1 | grep -v '^[[:space:]]*$' | awk '
+       /^spin: warning: c_code fragments remain uninterpreted/ || /^      in random simulations with spin; use .\/pan -r instead/ { next }
+       /^spin: important:$/ { blk = 1; next }
+       blk && /^  [^ ]/ { next }
+       { blk = 0 }
+       /^c_code[0-9]+:/ { next }
+       { print }') >"$d/replay.txt"
     { head -80 "$d/replay.txt"; grep '^ *VIOLATION ' "$d/replay.txt"; } >"$trails/$name.trail.txt"
   fi
   if [ "$expect" != pass ] && [ "$result" = violated ]; then
@@ -104,6 +199,9 @@ if [ ${#names[@]} -gt 0 ]; then
   done
 fi
 
+model_actions >"$work/actions.txt"
+sed -n 's/^action //p' "$work/actions.txt" | sort >"$work/actions.list"
+
 t0=$(date +%s)
 running=0
 for name in "${selected[@]}"; do
@@ -126,6 +224,29 @@ for name in "${selected[@]}"; do
   printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' "$n" "$expect" "$result" "$states" "$depth" "$secs" "${verdict//_/ }"
   if [ "$verdict" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
 done
+# action coverage: the union of what every selected configuration reached
+nact=$(wc -l <"$work/actions.list")
+nprob=$(grep -c '^problem ' "$work/actions.txt")
+if [ "$nprob" = 0 ]; then mverdict=ok; else mverdict="FAIL($nprob problem(s), below)"; fi
+printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' action-markers "every action has COVER" "$nact actions" - - - "$mverdict"
+if [ "$mverdict" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+for name in "${selected[@]}"; do cat "$work/$name.cov" 2>/dev/null; done | sort -u >"$work/reached.list"
+for name in "${selected[@]}"; do
+  case "$(cut -f2 "$work/$name.cfg")" in pass) cat "$work/$name.cov" 2>/dev/null ;; esac
+done | sort -u >"$work/reached-pass.list"
+twinonly=$(comm -23 "$work/reached.list" "$work/reached-pass.list" | paste -sd' ' -)
+unreached=$(comm -23 "$work/actions.list" "$work/reached.list" | paste -sd' ' -)
+nreach=$((nact - $(comm -23 "$work/actions.list" "$work/reached.list" | wc -l)))
+if [ ${#names[@]} -eq 0 ]; then
+  if [ -z "$unreached" ]; then cverdict=ok; else cverdict="FAIL(unreached: $unreached)"; fi
+  printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' action-coverage "reached by a configuration" "$nreach of $nact" - - - "$cverdict"
+  if [ "$cverdict" = ok ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
+fi
+sed -n 's/^problem /action-markers: /p' "$work/actions.txt"
+if [ ${#names[@]} -eq 0 ] && [ -n "$twinonly" ]; then echo "action coverage: reached by a twin only (no passing configuration runs them): $twinonly"; fi
+if [ ${#names[@]} -gt 0 ]; then
+  echo "action coverage of the selected configurations (not counted): $nreach of $nact actions reached${unreached:+; unreached: $unreached}"
+fi
 echo "total wall clock: $((t1 - t0)) s; counterexample trails in $trails"
 echo "formal: $passed passed, $failed failed"
 [ "$failed" = 0 ]

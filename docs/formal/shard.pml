@@ -38,6 +38,23 @@
  * floor, Finding 5).
  */
 
+/* Action coverage (run.sh, README.md "Action coverage"): an action is a branch of
+ * init's do-loop, a call of an inline whose body is one d_step; COVER(Name) is
+ * that d_step's first statement after its guard.  It prints "COVER Name" to pan's
+ * stdout the first time its call site runs.  The flag is a C static, outside the
+ * state vector: the marker costs no state (a replay, spin -t, only echoes it). */
+c_code {
+  /* names already printed: an action has up to six call sites (PER_LF) */
+  static const char *cov_name[64]; static int cov_names;
+  static void cov_print(const char *a) {
+    int i;
+    for (i = 0; i < cov_names; i++) { if (strcmp(cov_name[i], a) == 0) { return; } }
+    if (cov_names < 64) { cov_name[cov_names++] = a; }
+    printf("COVER %s\n", a); fflush(stdout);
+  }
+}
+#define COVER(A) c_code { static char cov_; if (!cov_) { cov_ = 1; cov_print(#A); } }
+
 #define N    3
 #define MAJ  2
 #ifndef L
@@ -448,14 +465,14 @@ inline stop_process(b) {
 
 /* ---------------- data path ---------------- */
 inline Append(l) {
-  d_step { LEADS(l) && !PEND(l) && nextv <= NV && br[l].ln < L ->
+  d_step { LEADS(l) && !PEND(l) && nextv <= NV && br[l].ln < L -> COVER(Append);
     printf("Append(%d): value %d at offset %d, generation %d\n", l, nextv, br[l].ln, br[l].lg);
     br[l].e[br[l].ln] = E(br[l].lg, nextv); br[l].ln++; nextv++;
     skip }
 }
 
 inline Flush(b) {
-  d_step { NEEDSYNC && br[b].syn < br[b].ln && br[b].bad == NOBAD ->
+  d_step { NEEDSYNC && br[b].syn < br[b].ln && br[b].bad == NOBAD -> COVER(Flush);
     printf("Flush(%d): synced %d..%d\n", b, br[b].syn, br[b].ln);
     br[b].syn = br[b].ln;
     skip }
@@ -463,7 +480,7 @@ inline Flush(b) {
 
 /* new connection: leader re-measures the follower's cursor */
 inline Handshake(l, f) {
-  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && !CONN(l, f) ->
+  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && !CONN(l, f) -> COVER(Handshake);
     if
     :: br[l].ccid[f] != br[f].cid ->
        printf("Handshake(%d->%d): new copy id %d, full copy\n", l, f, br[f].cid);
@@ -504,7 +521,7 @@ inline Handshake(l, f) {
 /* ship the next record (truncating a divergent suffix first), and confirm */
 inline Ship(l, f) {
   d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) && !PEND(f) &&
-           br[f].bgen == br[l].lg && NAMES(f, l) ->
+           br[f].bgen == br[l].lg && NAMES(f, l) -> COVER(Ship);
     ca = br[f].ln; cb = br[l].ln; common(f, l);
     vs = vt;
     if
@@ -554,7 +571,7 @@ inline holders(l, o) {
 }
 
 inline Acknowledge(l, v) {
-  d_step { LEADS(l) && v < nextv && acked[v] == 0 ->
+  d_step { LEADS(l) && v < nextv && acked[v] == 0 -> COVER(Acknowledge);
     vj = NONE;
     for (vi : 0 .. L-1) {
       if :: vi < br[l].ln && br[l].e[vi] == E(br[l].lg, v) -> vj = vi :: else fi
@@ -614,7 +631,7 @@ inline expose(l, from) {
 
 /* HWM by the Raft rule: a record of the leader's own generation held by a majority */
 inline Commit(l) {
-  d_step { LEADS(l) && br[l].hwm < br[l].ln ->
+  d_step { LEADS(l) && br[l].hwm < br[l].ln -> COVER(Commit);
     vs = br[l].hwm;
     for (vi : 1 .. L) {
       if
@@ -654,7 +671,7 @@ inline Commit(l) {
 #endif
 inline Report(l) {
   d_step { LEADS(l) && !br[l].cut && br[l].lg == cgen && pl[cgen] == l &&
-           pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc && REPORT_OK ->
+           pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc && REPORT_OK -> COVER(Report);
     printf("Report(%d): generation %d, HWM %d\n", l, cgen, br[l].hwm);
 #ifdef NO_GEN_START_RECORD
     if :: !act[cgen] -> act[cgen] = 1; printf("  generation %d Active\n", cgen) :: else fi;
@@ -742,7 +759,7 @@ inline ballot_from_cp(b) {
 }
 
 inline Register(b) {
-  d_step { !UP(b) && !br[b].cut ->
+  d_step { !UP(b) && !br[b].cut -> COVER(Register);
     vc = br[b].cid; vg = 0;
     if
     :: br[b].lostsid -> sidctr++; br[b].sid = sidctr; br[b].lostsid = 0
@@ -801,7 +818,7 @@ inline Register(b) {
 
 /* ---------------- faults ---------------- */
 inline Crash(b) {
-  d_step { UP(b) && FAULT && ncrash < MAX_CRASH && (CRASH_MASK & BIT(b)) ->
+  d_step { UP(b) && FAULT && ncrash < MAX_CRASH && (CRASH_MASK & BIT(b)) -> COVER(Crash);
     ncrash++; nfault++;
     printf("Crash(%d): power loss, log end %d -> %d\n", b, br[b].ln, br[b].syn);
     stop_process(b);
@@ -826,7 +843,7 @@ inline crash_one(b) {
 
 /* the whole rack loses power: every live broker crashes at once */
 inline RackPowerLoss() {
-  d_step { FAULT && nrack < MAX_RACK ->
+  d_step { FAULT && nrack < MAX_RACK -> COVER(RackPowerLoss);
     nrack++; nfault++;
     printf("RackPowerLoss: every broker loses power\n");
     for (vj : 0 .. N-1) {
@@ -844,7 +861,7 @@ inline RackPowerLoss() {
 }
 
 inline CrashLoseSid(b) {
-  d_step { UP(b) && FAULT && nlost < MAX_LOSTSID && (CRASH_MASK & BIT(b)) ->
+  d_step { UP(b) && FAULT && nlost < MAX_LOSTSID && (CRASH_MASK & BIT(b)) -> COVER(CrashLoseSid);
     nlost++; nfault++;
     printf("CrashLoseSid(%d): power loss and the storage-id file is lost, log end %d -> %d\n", b, br[b].ln, br[b].syn);
     stop_process(b);
@@ -854,7 +871,7 @@ inline CrashLoseSid(b) {
 }
 
 inline ProcessKill(b) {
-  d_step { UP(b) && FAULT && nkill < MAX_KILL && (KILL_MASK & BIT(b)) ->
+  d_step { UP(b) && FAULT && nkill < MAX_KILL && (KILL_MASK & BIT(b)) -> COVER(ProcessKill);
     nkill++; nfault++;
     printf("ProcessKill(%d): same boot, nothing lost\n", b);
     stop_process(b);
@@ -863,7 +880,7 @@ inline ProcessKill(b) {
 }
 
 inline SyncError(b) {
-  d_step { UP(b) && FAULT && nse < MAX_SE && (SE_MASK & BIT(b)) && br[b].syn < br[b].ln ->
+  d_step { UP(b) && FAULT && nse < MAX_SE && (SE_MASK & BIT(b)) && br[b].syn < br[b].ln -> COVER(SyncError);
     nse++; nfault++;
 #ifdef TOKEN_AFTER_ERROR
     /* the old code: the flusher only marks the error; a 500 ms timer or the
@@ -873,7 +890,7 @@ inline SyncError(b) {
     skip }
 }
 inline FailClosedLate(b) {
-  d_step { UP(b) && br[b].pend ->
+  d_step { UP(b) && br[b].pend -> COVER(FailClosedLate);
     printf("FailClosedLate(%d): token removed, exit\n", b);
     br[b].tok = 0;
     stop_process(b);
@@ -896,14 +913,14 @@ inline FailClosedLate(b) {
 
 /* the kernel drops clean pages of a failed write: the copy loses them, ids unchanged */
 inline Evict(b) {
-  d_step { br[b].bad != NOBAD && br[b].bad < br[b].ln ->
+  d_step { br[b].bad != NOBAD && br[b].bad < br[b].ln -> COVER(Evict);
     printf("Evict(%d): page cache drops offsets %d..%d\n", b, br[b].bad, br[b].ln);
     truncate_to(b, br[b].bad); br[b].bad = NOBAD;
     skip }
 }
 
 inline Wipe(b) {
-  d_step { FAULT && nwipe < MAX_WIPE && (WIPE_MASK & BIT(b)) ->
+  d_step { FAULT && nwipe < MAX_WIPE && (WIPE_MASK & BIT(b)) -> COVER(Wipe);
     nwipe++; nfault++;
     printf("Wipe(%d): empty data directory\n", b);
     stop_process(b);
@@ -915,7 +932,7 @@ inline Wipe(b) {
 }
 
 inline DeleteShardDir(b) {
-  d_step { UP(b) && !br[b].cut && FAULT && ndel < MAX_DEL && (DEL_MASK & BIT(b)) ->
+  d_step { UP(b) && !br[b].cut && FAULT && ndel < MAX_DEL && (DEL_MASK & BIT(b)) -> COVER(DeleteShardDir);
     ndel++; nfault++;
     go_idle(b);
     truncate_to(b, 0); br[b].bad = NOBAD; br[b].hwm = 0;
@@ -938,7 +955,7 @@ inline DeleteShardDir(b) {
 #define RSI_OK(b) 1
 #endif
 inline RollbackSameIds(b) {
-  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 && RSI_OK(b) ->
+  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 && RSI_OK(b) -> COVER(RollbackSameIds);
     nrsi++; nfault++;
     printf("RollbackSameIds(%d): older snapshot of the directory, ids unchanged, log end %d -> %d\n", b, br[b].ln, br[b].ln - 1);
     truncate_to(b, br[b].ln - 1);
@@ -946,7 +963,7 @@ inline RollbackSameIds(b) {
 }
 
 inline LeaseLapse(b) {
-  d_step { lease[b] && (!UP(b) || br[b].cut || (nlapse < MAX_LAPSE && (LAPSE_MASK & BIT(b)))) ->
+  d_step { lease[b] && (!UP(b) || br[b].cut || (nlapse < MAX_LAPSE && (LAPSE_MASK & BIT(b)))) -> COVER(LeaseLapse);
     if :: UP(b) && !br[b].cut -> nlapse++ :: else fi;
     printf("LeaseLapse(%d)\n", b);
     lease[b] = 0;
@@ -959,7 +976,7 @@ inline LeaseLapse(b) {
 /* heartbeat: renews the lease; a leader whose pin is gone stops */
 inline Heartbeat(b) {
   d_step { UP(b) && !br[b].cut &&
-           (!lease[b] || (br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc))) ->
+           (!lease[b] || (br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc))) -> COVER(Heartbeat);
     lease[b] = 1;
     if
     :: br[b].ph != 0 && (cgen > br[b].lg || pl[br[b].lg] != b || pinc[br[b].lg] != br[b].inc) ->
@@ -975,16 +992,16 @@ inline Heartbeat(b) {
 }
 
 inline Partition(b) {
-  d_step { !br[b].cut && FAULT && npart < MAX_PART && (PART_MASK & BIT(b)) ->
+  d_step { !br[b].cut && FAULT && npart < MAX_PART && (PART_MASK & BIT(b)) -> COVER(Partition);
     npart++; nfault++; br[b].cut = 1; printf("Partition(%d)\n", b); skip }
 }
 
 inline Heal(b) {
-  d_step { br[b].cut -> br[b].cut = 0; printf("Heal(%d)\n", b); skip }
+  d_step { br[b].cut -> COVER(Heal); br[b].cut = 0; printf("Heal(%d)\n", b); skip }
 }
 
 inline Drain(l) {
-  d_step { LEADS(l) && FAULT && ndrain < MAX_DRAIN && pl[cgen] == l && br[l].lg == cgen ->
+  d_step { LEADS(l) && FAULT && ndrain < MAX_DRAIN && pl[cgen] == l && br[l].lg == cgen -> COVER(Drain);
     ndrain++; nfault++; drain = 1; printf("Drain(%d): hand-off requested\n", l);
 #if MAX_NQ > 0
     llease[l] = 0;   /* a drainer refuses producers */
@@ -999,11 +1016,11 @@ inline Drain(l) {
    (its followers are slow or cut off; the model lets it happen at any time). */
 #if MAX_NQ > 0
 inline RenewLease(l) {
-  d_step { LEADS(l) && !llease[l] && CURPIN(l) && act[cgen] && lease[l] && !br[l].cut && !nq && !drain ->
+  d_step { LEADS(l) && !llease[l] && CURPIN(l) && act[cgen] && lease[l] && !br[l].cut && !nq && !drain -> COVER(RenewLease);
     llease[l] = 1; printf("RenewLease(%d): acks=leader lease for generation %d\n", l, cgen); skip }
 }
 inline LeaseExpire(l) {
-  d_step { llease[l] -> llease[l] = 0; printf("LeaseExpire(%d)\n", l); skip }
+  d_step { llease[l] -> COVER(LeaseExpire); llease[l] = 0; printf("LeaseExpire(%d)\n", l); skip }
 }
 /* The control plane's wait of one lease on its lease clock from the moment it
    stopped renewing ends.  Timing, abstracted: a lease the leader took from a
@@ -1011,11 +1028,11 @@ inline LeaseExpire(l) {
    request's send, shorter than the lease), so the wait ends only once the
    leader holds no lease.  A renewal after the stop would break this. */
 inline NoQuorumWaitOver(l) {
-  d_step { nq && !nqp && pl[cgen] == l && !llease[l] ->
+  d_step { nq && !nqp && pl[cgen] == l && !llease[l] -> COVER(NoQuorumWaitOver);
     nqp = 1; printf("NoQuorumWaitOver(%d): a lease has passed since renewals stopped\n", l); skip }
 }
 inline NoQuorum(l) {
-  d_step { LEADS(l) && CURPIN(l) && act[cgen] && lease[l] && !nq && nnq < MAX_NQ ->
+  d_step { LEADS(l) && CURPIN(l) && act[cgen] && lease[l] && !nq && nnq < MAX_NQ -> COVER(NoQuorum);
     nnq++; nq = 1;
     printf("NoQuorum(%d): the control plane stops renewing its lease; the shard moves once it has passed\n", l);
     skip }
@@ -1078,7 +1095,7 @@ inline assign(r0, recl) {
 inline Promote(r) {
   d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && ELIGIBLE(r) &&
            !(ELIGIBLE((r+1)%N) && RANKGT(PRANKG((r+1)%N), PRANKN((r+1)%N), PRANKG(r), PRANKN(r))) &&
-           !(ELIGIBLE((r+2)%N) && RANKGT(PRANKG((r+2)%N), PRANKN((r+2)%N), PRANKG(r), PRANKN(r))) ->
+           !(ELIGIBLE((r+2)%N) && RANKGT(PRANKG((r+2)%N), PRANKN((r+2)%N), PRANKG(r), PRANKN(r))) -> COVER(Promote);
     assign(r, 0);
     printf("Promote(%d): generation %d pinned to copy %d incarnation %d\n", r, cgen, pcid[cgen], pinc[cgen]);
     skip }
@@ -1088,7 +1105,7 @@ inline Promote(r) {
    follower is measured behind it: name it again, at a new generation */
 inline Reclaim() {
   d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && !ELIGIBLE(0) && !ELIGIBLE(1) && !ELIGIBLE(2) &&
-           lease[pl[cgen]] && reginc[pl[cgen]] != pinc[cgen] && regcid[pl[cgen]] != pcid[cgen] ->
+           lease[pl[cgen]] && reginc[pl[cgen]] != pinc[cgen] && regcid[pl[cgen]] != pcid[cgen] -> COVER(Reclaim);
     vs = pl[cgen]; vc = 1;
 #ifndef BLIND_RECLAIM
     for (vi : 0 .. N-1) {
@@ -1124,7 +1141,7 @@ inline Reclaim() {
 inline Abandon(r) {
   d_step { !cpwait && TRIGGER && NEWGEN <= MAXG && naband < MAX_ABANDON && UP(r) && LIVE(r) &&
            !ELIGIBLE(0) && !ELIGIBLE(1) && !ELIGIBLE(2) &&
-           !(LIVE((r+1)%N) && KEEPS_MORE((r+1)%N, r)) && !(LIVE((r+2)%N) && KEEPS_MORE((r+2)%N, r)) ->
+           !(LIVE((r+1)%N) && KEEPS_MORE((r+1)%N, r)) && !(LIVE((r+2)%N) && KEEPS_MORE((r+2)%N, r)) -> COVER(Abandon);
     naband++;
     vx = HELD(r);
     assign(r, 0);
@@ -1172,7 +1189,7 @@ inline Abandon(r) {
 
 inline FenceStart(l) {
   d_step { UP(l) && !br[l].cut && br[l].ph != 1 && !(br[l].ph == 2 && br[l].lg == cgen) && NOT_SERVED(l) &&
-           pl[cgen] == l && pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc ->
+           pl[cgen] == l && pcid[cgen] == br[l].cid && pinc[cgen] == br[l].inc -> COVER(FenceStart);
     if
     :: br[l].bgen > cgen || (br[l].bgen == cgen && !(br[l].bl == l && br[l].blcid == br[l].cid && br[l].blinc == br[l].inc)) ->
        printf("FenceStart(%d): own copy refuses generation %d (promised %d)\n", l, cgen, br[l].bgen);
@@ -1220,7 +1237,7 @@ inline take_promise(l, r) {
 }
 
 inline FencePromise(l, r) {
-  d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) ->
+  d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) -> COVER(FencePromise);
     if
     :: OLD_INSTANCE(l, r) ->
        printf("FencePromise(%d<-%d): refused, the assignment is an older control-plane instance's\n", l, r);
@@ -1244,7 +1261,7 @@ inline FencePromise(l, r) {
 inline PromiseWriteFails(l, r) {
   d_step { l != r && UP(l) && UP(r) && br[l].ph == 1 && !br[l].cut && !br[r].cut && !(br[l].prom & BIT(r)) &&
            FAULT && nbwf < MAX_BWF && !OLD_INSTANCE(l, r) &&
-           !(br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l))) ->
+           !(br[r].bgen > br[l].lg || (br[r].bgen == br[l].lg && !NAMES(r, l))) -> COVER(PromiseWriteFails);
     nbwf++; nfault++;
 #ifdef FAILED_WRITE_KEEPS_MEMORY
     printf("PromiseWriteFails(%d<-%d): the write fails; memory promises generation %d, the file keeps %d\n", l, r,
@@ -1273,7 +1290,7 @@ inline PromiseWriteFails(l, r) {
 #endif
 
 inline FenceEnd(l) {
-  d_step { UP(l) && br[l].ph == 1 && OWNB(l) && ENOUGH(l) ->
+  d_step { UP(l) && br[l].ph == 1 && OWNB(l) && ENOUGH(l) -> COVER(FenceEnd);
     vs = l;
     if :: !(br[l].cnt & BIT(l)) -> vs = NONE :: else fi;
     for (vi : 0 .. N-1) {
@@ -1346,7 +1363,7 @@ inline FenceEnd(l) {
 
 /* ---------------- control-plane restart and rollback ---------------- */
 inline CPRestart() {
-  d_step { FAULT && ncpr < MAX_CPR -> ncpr++; nfault++; cpwait = 1; invm = 0; invk = 0;
+  d_step { FAULT && ncpr < MAX_CPR -> COVER(CPRestart); ncpr++; nfault++; cpwait = 1; invm = 0; invk = 0;
     printf("ControlPlaneRestart: waits for inventories\n"); skip }
 }
 
@@ -1362,14 +1379,14 @@ inline snap_take() {
 
 /* SNAP_MAXG 0: the only backup is the one taken at stream creation (in init) */
 inline CPSnapshot() {
-  d_step { nsnap == 0 && cgen <= SNAP_MAXG ->
+  d_step { nsnap == 0 && cgen <= SNAP_MAXG -> COVER(CPSnapshot);
     snap_take();
     printf("CPSnapshot: backup of the control-plane database at generation %d\n", cgen);
     skip }
 }
 
 inline Rollback() {
-  d_step { nsnap == 1 && FAULT && nroll < MAX_ROLL ->
+  d_step { nsnap == 1 && FAULT && nroll < MAX_ROLL -> COVER(Rollback);
     nroll++; nfault++;
     for (vi : 0 .. MAXG) { pl[vi] = s_pl[vi]; pcid[vi] = s_pcid[vi]; pinc[vi] = s_pinc[vi]; act[vi] = s_act[vi] }
     for (vi : 0 .. N-1) { regcid[vi] = s_regcid[vi]; reginc[vi] = s_reginc[vi]; strg[vi] = s_strg[vi];
@@ -1400,7 +1417,7 @@ inline Rollback() {
 
 /* a live broker sees the new instance id and re-sends its inventory (same incarnation) */
 inline Reinventory(b) {
-  d_step { cpwait && UP(b) && !br[b].cut && !(invm & BIT(b)) ->
+  d_step { cpwait && UP(b) && !br[b].cut && !(invm & BIT(b)) -> COVER(Reinventory);
     printf("Reinventory(%d): ballot generation %d, rank (%d,%d)\n", b, br[b].bgen, RGEN(b), HELD(b));
     inventory_in(b);
     reginc[b] = br[b].inc;

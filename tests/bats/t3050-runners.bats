@@ -77,3 +77,71 @@ fake_unit() {
   grep -q '"$build"/unit/test_\*' tests/run-all.sh || fail "run-all.sh does not run BUILD's unit tests"
   grep -q 'FELIX_BUILD=$(cd "$build" && pwd)' tests/run-all.sh || fail "run-all.sh does not point the bats suites at BUILD"
 }
+
+# tiny_formal DIR — a copy of docs/formal whose model is a small one with the
+# real COVER marker: actions Up and Down, and Break only under -DBROKEN; its two
+# configurations (a pass and a twin that breaks invariant Small) reach all three
+# between them. (-DSMALL only fills the flags column: run.sh reads configs.tsv
+# with IFS=tab, which would merge an empty column into the next.)
+tiny_formal() {
+  cp -r docs/formal "$1"
+  { sed -n '/^c_code {/,/^#define COVER(/p' docs/formal/shard.pml
+    printf '%s\n' 'byte x; bit y;' \
+      'active proctype invariants() {' \
+      '  d_step { y -> printf("VIOLATION Small: y is set\n"); assert(false) }' \
+      '}' \
+      'inline Up() {' \
+      '  d_step { x < 2 -> COVER(Up); x++; printf("Up: x %d\n", x); skip }' \
+      '}' \
+      'inline Down() {' \
+      '  d_step { x == 2 -> COVER(Down); x = 0; skip }' \
+      '}' \
+      '#ifdef BROKEN' \
+      'inline Break() {' \
+      '  d_step { x == 1 && !y -> COVER(Break); y = 1; skip }' \
+      '}' \
+      '#endif' \
+      'init {' \
+      '  d_step { x = 0 }' \
+      '  do' \
+      '  :: Up()' \
+      '  :: Down()' \
+      '#ifdef BROKEN' \
+      '  :: Break()' \
+      '#endif' \
+      '  od' \
+      '}'
+  } >"$1/shard.pml"
+  printf 'small\tpass\t-DSMALL\t1\t\nsmall-twin\tfail:Small\t-DBROKEN\t1\t\n' >"$1/configs.tsv"
+}
+
+@test "formal run.sh: action coverage passes when the configurations, twins included, reach every action" {
+  tiny_formal "$W/formal"
+  FORMAL_TRAIL_DIR="$W/trails" run -0 bash "$W/formal/run.sh"
+  [[ $output == *"action-markers "*" 3 actions "*" ok"* ]] || fail "$output"
+  [[ $output == *"action-coverage "*" 3 of 3 "*" ok"* ]] || fail "$output"
+  [[ $output == *"reached by a twin only (no passing configuration runs them): Break"* ]] || fail "$output"
+  [ "${lines[-1]}" = "formal: 4 passed, 0 failed" ] || fail "$output"
+}
+
+@test "formal run.sh: an action no configuration reaches fails a full run, and only a full run" {
+  tiny_formal "$W/formal"
+  sed -i 's/^init {$/inline Never() {\n  d_step { x > 2 -> COVER(Never); x = 0; skip }\n}\ninit {/; s/^  :: Down()$/  :: Down()\n  :: Never()/' "$W/formal/shard.pml"
+  FORMAL_TRAIL_DIR="$W/trails" run -1 bash "$W/formal/run.sh"
+  [[ $output == *"action-coverage "*" 3 of 4 "*" FAIL(unreached: Never)"* ]] || fail "$output"
+  [ "${lines[-1]}" = "formal: 3 passed, 1 failed" ] || fail "$output"
+  # with names: the coverage of those configurations, printed, not counted
+  FORMAL_TRAIL_DIR="$W/trails" run -0 bash "$W/formal/run.sh" small
+  [[ $output == *"(not counted): 2 of 4 actions reached; unreached: Break Never"* ]] || fail "$output"
+  [ "${lines[-1]}" = "formal: 2 passed, 0 failed" ] || fail "$output"
+}
+
+@test "formal run.sh: an action of the model without its COVER marker fails the run" {
+  cp -r docs/formal "$W/formal"
+  grep -q ' COVER(Heal);' "$W/formal/shard.pml" || fail "shard.pml has no COVER(Heal) to remove"
+  sed -i 's/ COVER(Heal);//' "$W/formal/shard.pml"
+  FORMAL_TRAIL_DIR="$W/trails" run -1 bash "$W/formal/run.sh" twin-no-copy-id
+  [[ $output == *"action-markers "*"FAIL(1 problem(s), below)"* ]] || fail "$output"
+  [[ $output == *"action-markers: Heal: no COVER(Heal) in its d_step"* ]] || fail "$output"
+  [ "${lines[-1]}" = "formal: 1 passed, 1 failed" ] || fail "$output"
+}
