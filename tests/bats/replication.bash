@@ -63,10 +63,12 @@ stuck_not_served_short() {
 
 # power_cut N — machine N loses power: SIGKILL, every unsynced byte of its
 # data directory is lost, every directory entry no directory sync covered is
-# undone, and it boots with a new boot id (tests/faults/README.md).
+# undone, and it boots with a new boot id (tests/faults/README.md). With
+# CUT_SEED set, the cut is the seeded one a disk could leave instead of the
+# worst case (part of the unsynced tail written back, from a page boundary).
 power_cut() {
   stop_process "b$1" KILL
-  cut_power "b$1" "$C/b$1" --boot-id-file "$C/boot_id.b$1"
+  cut_power "b$1" "$C/b$1" --boot-id-file "$C/boot_id.b$1" ${CUT_SEED:+--seed "$CUT_SEED"}
 }
 
 # cp_own_disk — before rcluster_up: the control plane's database on a disk

@@ -201,6 +201,11 @@ scenario_3() {
   this_start_says "$L" 'msg="storage id rotated"' || fail "$L's latest start did not say storage id rotated: $(grep 'msg="storage id' "$C/$L.log")"
 }
 
+@test "3 seeded: a leader's power cut leaves what a disk could (part of its unsynced log written back, from a page boundary); nothing acknowledged is lost" {
+  CUT_SEED=1 scenario_3 "${LONG[@]}" --
+  grep -q "(seeded)" "$C/powercut.log" || fail "the cut was not seeded: $(cat "$C/powercut.log")"
+}
+
 @test "3 none: under fsync_mode none a leader's power cut loses its whole unsynced log; the ids rotate and nothing acknowledged is lost" {
   scenario_3 --fsync-mode none -- --fsync-mode none
   wait_until 60 leader_is_not "$L"

@@ -211,6 +211,102 @@ cut_with() {
   [ "$partial" -ge 2 ] || fail "only $partial seeds kept part of the creations"
 }
 
+@test "remove(3) is seen: a file and a directory it removed with no directory sync after come back" {
+  setup_ledger
+  run -0 writer mkdir d/rp open d/rp/seg write 100 fsync close dirsync d/rp dirsync d remove d/rp/seg remove d/rp
+  [ ! -e d/rp ]
+  run -0 powercut
+  assert_line "undone rmdir $W/d/rp"
+  assert_line "undone unlink $W/d/rp/seg"
+  assert_equal "$(size d/rp/seg)" 100
+}
+
+@test "a file with two names: the recorder leaves st_nlink alone, and a rename over one name gives back both" {
+  setup_ledger
+  run -0 writer open d/a write 100 fsync link d/a d/b dirsync d unlink d/b nlink
+  assert_line "nlink: 1" # as without the recorder: Felix reads nlink > 1 as a restore point's link
+  rm -rf d ledger ledger.keep
+  setup_ledger
+  run -0 writer open d/a write 100 fsync close link d/a d/b open d/c write 10 fsync close dirsync d unlink d/a rename d/c d/b
+  run -0 powercut
+  assert_equal "$(size d/a)" 100
+  assert_equal "$(size d/b)" 100
+  assert_equal "$(size d/c)" 10
+  assert_equal "$(stat -c %i d/a)" "$(stat -c %i d/b)"
+  # a file with two names is cut once
+  rm -rf d ledger
+  setup_ledger
+  run -0 writer open d/e write 100 fsync write 50 link d/e d/f dirsync d
+  run -0 powercut
+  assert_line "powercut: 1 files cut, 0 removed"
+}
+
+@test "a keep area the recorder cannot link into (another file system) fails the cut instead of losing a durable file" {
+  setup_ledger
+  local other
+  other=$(mktemp -d -p /dev/shm felix-t4000.XXXXXX) || fail "no /dev/shm"
+  if [ "$(stat -c %d "$other")" = "$(stat -c %d "$W")" ]; then
+    rm -rf "$other"
+    skip "needs /dev/shm on another file system than $W"
+  fi
+  FELIX_FAULTS_LEDGER="$other/ledger" FELIX_FAULTS_ROOT="$W/d" LD_PRELOAD="$LIBFAULTS" "$WRITER" \
+    open d/ballot write 5 fsync dirsync d open d/.ballot.tmp write 9 fsync rename d/.ballot.tmp d/ballot
+  grep -q '^keepfail ' "$other/ledger" || { rm -rf "$other"; fail "no keepfail record"; }
+  run "$POWERCUT" --ledger "$other/ledger" --root "$W/d"
+  rm -rf "$other"
+  [ "$status" -eq 1 ] || fail "powercut exited $status: $output"
+  assert_output --partial "could not keep a file"
+  assert_equal "$(size d/ballot)" 9 # untouched: nothing was cut
+}
+
+@test "a truncation that failed is not recorded: a seeded cut never cuts a synced file for it" {
+  setup_ledger
+  run -0 writer open d/a write 12000 fsync dirsync d
+  recorded python3 -c 'import os, sys
+try:
+    os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_TRUNC)
+except FileExistsError:
+    pass
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    os.ftruncate(fd, 0)
+except OSError:
+    pass' d/a
+  run grep -c '^shrink ' ledger
+  assert_output 0
+  for seed in 1 2 3 4; do
+    run -0 powercut --seed "$seed"
+    assert_equal "$(size d/a)" 12000
+  done
+}
+
+@test "an inode number reused by a new file does not inherit the old file's syncs" {
+  setup_ledger
+  run -0 writer open outside write 8000 fsync close unlink outside open d/seg write 8000 dirsync d
+  run -0 powercut
+  assert_equal "$(size d/seg)" 0 # created and named durably, never synced
+}
+
+@test "a directory inode reused by a new directory: the new one's sync does not vouch for the old one's entries" {
+  setup_ledger
+  run -0 writer mkdir d/x open d/x/f write 10 fsync close dirsync d/x dirsync d unlink d/x/f rmdir d/x mkdir d/y dirsync d/y
+  run -0 powercut
+  assert_equal "$(size d/x/f)" 10
+  [ ! -e d/y ]
+}
+
+@test "an overwrite through a write-only descriptor is reverted too" {
+  setup_ledger
+  run -0 writer open d/a write 1000 fsync dirsync d
+  recorded python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.pwrite(fd, b"X" * 100, 0)' d/a
+  [ "$(head -c 3 d/a)" = XXX ]
+  run -0 powercut
+  "$WRITER" open ref write 1000
+  cmp d/a ref || fail "the overwrite was not reverted"
+}
+
 @test "syncs from a worker thread are seen in the ledger" {
   setup_ledger
   run -0 writer open d/a write 64 thread-fsync write 10 dirsync d

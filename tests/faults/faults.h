@@ -53,6 +53,7 @@ void undo_before_rename(int od, const char *from, int nd, const char *to, struct
                         struct undo_name *dst);
 void undo_after_rename(const struct undo_name *src, struct undo_name *dst, int ok);
 void undo_before_write(int fd, off_t at, size_t n, int positioned);
-void undo_before_shrink(int fd, const char *path, off_t to);
+void undo_before_shrink(int fd, const char *path, off_t to, char *rec, size_t cap);
+void undo_after_shrink(const char *rec, int ok);
 
 #endif

@@ -445,9 +445,11 @@ static int open_checked(int dirfd, const char *name, int flags, mode_t mode)
     struct undo_name u = {0};
     if (flags & (O_CREAT | O_TRUNC))
         undo_before_name(dirfd, name, &u);
+    char shrink[256] = "";
     if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && u.existed && S_ISREG(u.old.st_mode))
-        undo_before_shrink(-1, u.path, 0);
+        undo_before_shrink(-1, u.path, 0, shrink, sizeof shrink);
     int fd = real_openat(dirfd, name, flags, mode);
+    undo_after_shrink(shrink, fd >= 0);
     if (fd >= 0 && (flags & O_CREAT))
         undo_after_create(&u, fd, "create");
     return fd;
@@ -535,6 +537,16 @@ int unlink(const char *name)
     return unlinkat(AT_FDCWD, name, 0);
 }
 
+/* glibc's remove() calls unlinkat internally (no PLT): wrap it like glibc does it. */
+int remove(const char *name)
+{
+    if (unlinkat(AT_FDCWD, name, 0) == 0)
+        return 0;
+    if (errno != EISDIR)
+        return -1;
+    return unlinkat(AT_FDCWD, name, AT_REMOVEDIR);
+}
+
 int rmdir(const char *name)
 {
     return unlinkat(AT_FDCWD, name, AT_REMOVEDIR);
@@ -581,8 +593,11 @@ int ftruncate(int fd, off_t to)
     pthread_once(&once, resolve);
     if (real_ftruncate == NULL)
         return injected(ENOSYS);
-    undo_before_shrink(fd, NULL, to);
-    return real_ftruncate(fd, to);
+    char shrink[256] = "";
+    undo_before_shrink(fd, NULL, to, shrink, sizeof shrink);
+    int r = real_ftruncate(fd, to);
+    undo_after_shrink(shrink, r == 0);
+    return r;
 }
 
 int ftruncate64(int fd, off_t to)
@@ -595,8 +610,11 @@ int truncate(const char *path, off_t to)
     pthread_once(&once, resolve);
     if (real_truncate == NULL)
         return injected(ENOSYS);
-    undo_before_shrink(-1, path, to);
-    return real_truncate(path, to);
+    char shrink[256] = "";
+    undo_before_shrink(-1, path, to, shrink, sizeof shrink);
+    int r = real_truncate(path, to);
+    undo_after_shrink(shrink, r == 0);
+    return r;
 }
 
 int truncate64(const char *path, off_t to)

@@ -80,7 +80,7 @@ struct map_entry *map_put(struct map *m, ull dev, ull ino)
     size_t i = slot(m, dev, ino);
     while (m->tab[i].used)
         i = (i + 1) & (m->cap - 1);
-    m->tab[i] = (struct map_entry){dev, ino, 0, 0, 1};
+    m->tab[i] = (struct map_entry){dev, ino, 0, 0, 0, 1};
     m->len++;
     return &m->tab[i];
 }
@@ -166,8 +166,13 @@ static int parse_name_op(struct ledger *lg, const char *line, long long at)
             return -1;
         struct op *o = new_op(lg, kinds[k].kind, at);
         o->dev = dev, o->dir = dir, o->ino = ino, o->name = unescape(name);
-        if (o->kind != OP_UNLINK && o->kind != OP_RMDIR)
-            map_put(&lg->born, dev, ino);
+        o->gen = dir_life(lg, dev, dir);
+        if (o->kind == OP_RMDIR)
+            o->gen2 = dir_life(lg, dev, ino); /* the life of the directory removed */
+        if (o->kind == OP_CREATE || o->kind == OP_MKDIR)
+            map_put(&lg->born, dev, ino)->a = at; /* a new life of the inode */
+        if (o->kind == OP_MKDIR)
+            map_put(&lg->lives, dev, ino)->a++;
         return 0;
     }
     if (strcmp(word, "rename") == 0) {
@@ -177,6 +182,7 @@ static int parse_name_op(struct ledger *lg, const char *line, long long at)
         struct op *o = new_op(lg, OP_RENAME, at);
         o->dev = dev, o->dir = dir, o->ino = ino, o->dir2 = dir2, o->rino = rino;
         o->name = unescape(name), o->name2 = unescape(name2);
+        o->gen = dir_life(lg, dev, dir), o->gen2 = dir_life(lg, dev, dir2);
         return 0;
     }
     int over = strcmp(word, "overwrite") == 0;
@@ -194,8 +200,21 @@ static int parse_name_op(struct ledger *lg, const char *line, long long at)
     return 1; /* fail, slow, syncfs, failfile ...: informational */
 }
 
+static int keep_failures;
+
+int dir_life(const struct ledger *lg, ull dev, ull ino)
+{
+    struct map_entry *e = map_get(&lg->lives, dev, ino);
+    return e != NULL ? (int)e->a : 0;
+}
+
 static int parse_line(struct ledger *lg, const char *line, long long at)
 {
+    if (strncmp(line, "keepfail ", 9) == 0) {
+        fprintf(stderr, "powercut: the recorder could not keep a file (%s): its undo is impossible\n", line);
+        keep_failures++;
+        return 0;
+    }
     ull dev, ino;
     long long size;
     int used = 0;
@@ -205,12 +224,13 @@ static int parse_line(struct ledger *lg, const char *line, long long at)
         struct map_entry *e = map_put(&lg->syncs, dev, ino);
         e->a = size; /* the LAST sync counts */
         e->b = vouched(line + used, at);
+        e->c = at;
         return 0;
     }
     if (strncmp(line, "dirsync ", 8) == 0) {
         if (sscanf(line, "dirsync %llu %llu%n", &dev, &ino, &used) != 2)
             return -1;
-        struct map_entry *e = map_put(&lg->dirsyncs, dev, ino);
+        struct map_entry *e = map_put(&lg->dirsyncs, life_key(dev, dir_life(lg, dev, ino)), ino);
         long long pos = vouched(line + used, at);
         if (pos > e->a)
             e->a = pos;
@@ -265,6 +285,10 @@ static int file_cb(const char *path, const struct stat *st, int flag, struct FTW
 {
     (void)ftw;
     if (flag != FTW_F || !S_ISREG(st->st_mode))
+        return 0;
+    static struct map seen; /* a file with several names is cut once */
+    struct map_entry *e = map_put(&seen, (ull)st->st_dev, (ull)st->st_ino);
+    if (e->a++ > 0)
         return 0;
     if (nfiles == files_cap) {
         files_cap = files_cap ? files_cap * 2 : 256;
@@ -370,7 +394,10 @@ static int cut_file(const struct ledger *lg, const struct file *fl, const char *
                     struct counts *n)
 {
     struct map_entry *s = map_get(&lg->syncs, fl->dev, fl->ino);
-    if (s == NULL && map_get(&lg->born, fl->dev, fl->ino) == NULL) {
+    struct map_entry *born = map_get(&lg->born, fl->dev, fl->ino);
+    if (s != NULL && born != NULL && s->c < born->a)
+        s = NULL; /* that sync was of an earlier file with the same inode number */
+    if (s == NULL && born == NULL) {
         if (unlink(fl->path) != 0 && errno != ENOENT)
             return -1;
         printf("removed %s\n", fl->path);
@@ -379,6 +406,8 @@ static int cut_file(const struct ledger *lg, const struct file *fl, const char *
     }
     /* never synced but its name is durable: its data is not */
     long long synced = s ? s->a : 0, since = s ? s->b : -1;
+    if (born != NULL && born->a > since)
+        since = born->a; /* events before its creation were an earlier file's */
     int fd = open(fl->path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -477,6 +506,8 @@ int main(int argc, char **argv)
         return 1;
     char keep[8192];
     snprintf(keep, sizeof keep, "%s.keep", ledger);
+    if (keep_failures > 0)
+        return 1;
     long long names = undo_names(&lg, root, keep, &c);
     if (names < 0)
         return 1;

@@ -50,26 +50,30 @@ static int dirs_rebuild(const char *root)
     return nftw(root, dir_cb, 16, FTW_PHYS);
 }
 
-static const char *dir_path(ull dev, ull ino)
+/* The path of life `gen` of directory inode ino: a directory made again by
+ * an undone rmdir, or the one there now if it is that life. */
+static const char *dir_path(const struct ledger *lg, ull dev, ull ino, int gen)
 {
-    struct map_entry *al = map_get(&aliases, dev, ino);
+    struct map_entry *al = map_get(&aliases, life_key(dev, gen), ino);
     if (al != NULL)
         ino = (ull)al->a;
+    else if (gen != dir_life(lg, dev, ino))
+        return NULL; /* that life of the inode is gone */
     struct map_entry *e = map_get(&dirs, dev, ino);
     return e != NULL ? dir_paths[e->a] : NULL;
 }
 
-static int durable_in(const struct ledger *lg, ull dev, ull dir, long long at)
+static int durable_in(const struct ledger *lg, ull dev, ull dir, int gen, long long at)
 {
-    struct map_entry *e = map_get(&lg->dirsyncs, dev, dir);
+    struct map_entry *e = map_get(&lg->dirsyncs, life_key(dev, gen), dir);
     return e != NULL && e->a > at;
 }
 
 static int durable(const struct ledger *lg, const struct op *o)
 {
     if (o->kind == OP_RENAME)
-        return durable_in(lg, o->dev, o->dir, o->at) && durable_in(lg, o->dev, o->dir2, o->at);
-    return durable_in(lg, o->dev, o->dir, o->at);
+        return durable_in(lg, o->dev, o->dir, o->gen, o->at) && durable_in(lg, o->dev, o->dir2, o->gen2, o->at);
+    return durable_in(lg, o->dev, o->dir, o->gen, o->at);
 }
 
 static int is_name_op(const struct op *o)
@@ -98,11 +102,29 @@ static int names(const char *path, ull dev, ull ino, struct stat *st)
     return lstat(path, st) == 0 && (ull)st->st_dev == dev && (ull)st->st_ino == ino;
 }
 
-static int give_back(const char *keep, ull dev, ull ino, const char *path)
+/* nftw has no user argument: the file searched for, and where it was found. */
+static ull find_dev, find_ino;
+static char found_at[8192];
+
+static int find_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag != FTW_F || (ull)st->st_dev != find_dev || (ull)st->st_ino != find_ino)
+        return 0;
+    snprintf(found_at, sizeof found_at, "%s", path);
+    return 1;
+}
+
+/* Links the file (dev, ino) at path again: from the keep area, or (a file
+ * that had another name when it lost this one) from that name. */
+static int give_back(const char *root, const char *keep, ull dev, ull ino, const char *path)
 {
     char from[8192];
     snprintf(from, sizeof from, "%s/%llu.%llu", keep, dev, ino);
     if (link(from, path) == 0)
+        return 0;
+    find_dev = dev, find_ino = ino, found_at[0] = '\0';
+    if (errno == ENOENT && nftw(root, find_cb, 16, FTW_PHYS) == 1 && link(found_at, path) == 0)
         return 0;
     fprintf(stderr, "powercut: cannot give %s back its file (%s: %s)\n", path, from, strerror(errno));
     return -1;
@@ -110,9 +132,9 @@ static int give_back(const char *keep, ull dev, ull ino, const char *path)
 
 /* Undoes one operation; 1 if something changed, 0 if nothing was left to
  * undo, -1 on an error. */
-static int undo_one(const struct op *o, const char *root, const char *keep)
+static int undo_one(const struct ledger *lg, const struct op *o, const char *root, const char *keep)
 {
-    const char *d = dir_path(o->dev, o->dir);
+    const char *d = dir_path(lg, o->dev, o->dir, o->gen);
     if (d == NULL)
         return 0; /* its directory went with an undone mkdir */
     char path[8192], other[8192];
@@ -131,7 +153,7 @@ static int undo_one(const struct op *o, const char *root, const char *keep)
     case OP_UNLINK:
         if (lstat(path, &st) == 0)
             return 0; /* the name holds a file a durable operation put there */
-        if (give_back(keep, o->dev, o->ino, path) != 0)
+        if (give_back(root, keep, o->dev, o->ino, path) != 0)
             return -1;
         printf("undone unlink %s\n", path);
         return 1;
@@ -140,11 +162,11 @@ static int undo_one(const struct op *o, const char *root, const char *keep)
             return 0;
         if (mkdir(path, 0755) != 0 || lstat(path, &st) != 0)
             return -1;
-        map_put(&aliases, o->dev, o->ino)->a = (long long)st.st_ino;
+        map_put(&aliases, life_key(o->dev, o->gen2), o->ino)->a = (long long)st.st_ino;
         printf("undone rmdir %s\n", path);
         return dirs_rebuild(root) != 0 ? -1 : 1;
     case OP_RENAME: {
-        const char *d2 = dir_path(o->dev, o->dir2);
+        const char *d2 = dir_path(lg, o->dev, o->dir2, o->gen2);
         if (d2 == NULL)
             return 0;
         snprintf(other, sizeof other, "%s/%s", d2, o->name2);
@@ -152,7 +174,7 @@ static int undo_one(const struct op *o, const char *root, const char *keep)
             return 0;
         if (rename(other, path) != 0)
             return -1;
-        if (o->rino != 0 && give_back(keep, o->dev, o->rino, other) != 0)
+        if (o->rino != 0 && give_back(root, keep, o->dev, o->rino, other) != 0)
             return -1;
         printf("undone rename %s back to %s\n", other, path);
         return S_ISDIR(st.st_mode) && dirs_rebuild(root) != 0 ? -1 : 1;
@@ -183,7 +205,7 @@ long long undo_names(const struct ledger *lg, const char *root, const char *keep
         const struct op *o = &lg->ops[i];
         if (!is_name_op(o) || durable(lg, o) || o->at < reach)
             continue;
-        int r = undo_one(o, root, keep);
+        int r = undo_one(lg, o, root, keep);
         if (r < 0) {
             fprintf(stderr, "powercut: cannot undo %s in %s: %s\n", o->name, root, strerror(errno));
             return -1;

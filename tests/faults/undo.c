@@ -101,17 +101,26 @@ void undo_before_name(int dirfd, const char *name, struct undo_name *u)
     errno = saved;
 }
 
-/* Links the regular file u names into the keep area before it loses its name. */
+/* Links the regular file u names into the keep area before it loses its
+ * LAST name. A file with another name stays alive under it (powercut finds
+ * it there), and no link is added: Felix reads st_nlink > 1 as "a restore
+ * point shares this segment". */
 static void keep_link(struct undo_name *u)
 {
-    if (!u->active || !u->existed || !S_ISREG(u->old.st_mode) || real_linkat == NULL)
+    if (!u->active || !u->existed || !S_ISREG(u->old.st_mode) || u->old.st_nlink != 1 || real_linkat == NULL)
         return;
     char dir[PATH_CAP], to[PATH_CAP + 64];
     keep_dir(dir, sizeof dir);
     snprintf(to, sizeof to, "%s/%llu.%llu", dir, (unsigned long long)u->old.st_dev,
              (unsigned long long)u->old.st_ino);
+    struct stat ks;
     if (real_linkat(AT_FDCWD, u->path, AT_FDCWD, to, 0) == 0)
         u->kept = 1; /* made here: removed again if the call fails */
+    else if (errno == EEXIST && stat(to, &ks) == 0 && ks.st_ino == u->old.st_ino && ks.st_dev == u->old.st_dev)
+        ; /* kept already, when an earlier name of it went */
+    else
+        faults_record("keepfail %llu %llu %d\n", (unsigned long long)u->old.st_dev,
+                      (unsigned long long)u->old.st_ino, errno);
 }
 
 static void unkeep(const struct undo_name *u)
@@ -183,7 +192,7 @@ void undo_after_rename(const struct undo_name *src, struct undo_name *dst, int o
     if (ok)
         faults_record("rename %llu %llu %s %llu %s %llu %llu\n", src->dirdev, src->dirino,
                       src->base, dst->dirino, dst->base, (unsigned long long)src->old.st_ino,
-                      dst->existed && dst->kept ? (unsigned long long)dst->old.st_ino : 0ULL);
+                      dst->existed && S_ISREG(dst->old.st_mode) ? (unsigned long long)dst->old.st_ino : 0ULL);
     else
         unkeep(dst);
     errno = saved;
@@ -205,12 +214,19 @@ static long long save_bytes(int fd, off_t at, long long len, char *name, size_t 
     int out = real_openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     struct stat st;
     long long saved = 0;
-    if (out >= 0 && fstat(out, &st) == 0) {
+    /* pread fails on an O_WRONLY descriptor: read the file through another */
+    int in = fd, fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        in = real_openat(AT_FDCWD, self, O_RDONLY | O_CLOEXEC);
+    }
+    if (out >= 0 && in >= 0 && fstat(out, &st) == 0) {
         *koff = (long long)st.st_size;
         char buf[65536];
         while (saved < len) {
             size_t want = len - saved < (long long)sizeof buf ? (size_t)(len - saved) : sizeof buf;
-            ssize_t n = pread(fd, buf, want, at + (off_t)saved);
+            ssize_t n = pread(in, buf, want, at + (off_t)saved);
             if (n <= 0 || real_write(out, buf, (size_t)n) != n)
                 break;
             saved += n;
@@ -218,6 +234,8 @@ static long long save_bytes(int fd, off_t at, long long len, char *name, size_t 
     }
     if (out >= 0)
         close(out);
+    if (in >= 0 && in != fd)
+        close(in);
     pthread_mutex_unlock(&bytes_lock);
     return saved;
 }
@@ -247,7 +265,11 @@ void undo_before_write(int fd, off_t at, size_t n, int positioned)
         if (at >= 0 && at < st.st_size && file_under_root(fd, &st)) {
             long long len = (long long)n < st.st_size - at ? (long long)n : st.st_size - at, koff = 0;
             char name[64];
+            long long want = len;
             len = save_bytes(fd, at, len, name, sizeof name, &koff);
+            if (len < want)
+                faults_record("keepfail %llu %llu %d\n", (unsigned long long)st.st_dev,
+                              (unsigned long long)st.st_ino, EIO);
             faults_record("overwrite %llu %llu %lld %lld %s %lld\n", (unsigned long long)st.st_dev,
                           (unsigned long long)st.st_ino, (long long)at, len, name, koff);
         }
@@ -256,7 +278,13 @@ void undo_before_write(int fd, off_t at, size_t n, int positioned)
     errno = saved;
 }
 
-void undo_before_shrink(int fd, const char *path, off_t to)
+void undo_after_shrink(const char *rec, int ok)
+{
+    if (ok && rec[0] != '\0')
+        faults_record("%s", rec);
+}
+
+void undo_before_shrink(int fd, const char *path, off_t to, char *rec, size_t cap)
 {
     if (!recording())
         return;
@@ -269,8 +297,12 @@ void undo_before_shrink(int fd, const char *path, off_t to)
     if (fd >= 0 && file_under_root(fd, &st) && to < st.st_size) {
         long long koff = 0;
         char name[64];
-        long long got = save_bytes(fd, to, (long long)(st.st_size - to), name, sizeof name, &koff);
-        faults_record("shrink %llu %llu %lld %lld %s %lld %lld\n", (unsigned long long)st.st_dev,
+        long long want = (long long)(st.st_size - to);
+        long long got = save_bytes(fd, to, want, name, sizeof name, &koff);
+        if (got < (want < SAVE_CAP ? want : SAVE_CAP))
+            faults_record("keepfail %llu %llu %d\n", (unsigned long long)st.st_dev,
+                          (unsigned long long)st.st_ino, EIO);
+        snprintf(rec, cap, "shrink %llu %llu %lld %lld %s %lld %lld\n", (unsigned long long)st.st_dev,
                       (unsigned long long)st.st_ino, (long long)st.st_size, (long long)to, name,
                       koff, got);
     }

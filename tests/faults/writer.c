@@ -10,8 +10,9 @@
  *   thread-fsync     fsync the current file from a second thread (joined)
  *   dirsync DIR      fsync the directory DIR
  *   rename A B       rename(2)
- *   unlink P | mkdir P | rmdir P | link A B
- *                    unlink(2), mkdir(2), rmdir(2), link(2)
+ *   unlink P | mkdir P | rmdir P | remove P | link A B
+ *                    unlink(2), mkdir(2), rmdir(2), remove(3), link(2)
+ *   nlink            print "nlink: N", the current file's st_nlink
  *   overwrite OFF N  pwrite N bytes 'X' at OFF in the current file
  *   truncate N       ftruncate the current file to N bytes
  *   close            close the current file
@@ -133,6 +134,16 @@ int main(int argc, char **argv)
             int r = op[0] == 'u' ? unlink(p) : op[0] == 'm' ? mkdir(p, 0755) : rmdir(p);
             if (r != 0)
                 die(op);
+        } else if (strcmp(op, "remove") == 0) {
+            need(i, 1, argc);
+            if (remove(argv[++i]) != 0)
+                die("remove");
+        } else if (strcmp(op, "nlink") == 0) {
+            struct stat st;
+            if (fstat(cur, &st) != 0)
+                die("fstat");
+            printf("nlink: %lu\n", (unsigned long)st.st_nlink);
+            fflush(stdout);
         } else if (strcmp(op, "link") == 0) {
             need(i, 2, argc);
             if (link(argv[i + 1], argv[i + 2]) != 0)
