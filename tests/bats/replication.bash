@@ -71,6 +71,18 @@ power_cut() {
   cut_power "b$1" "$C/b$1" --boot-id-file "$C/boot_id.b$1" ${CUT_SEED:+--seed "$CUT_SEED"}
 }
 
+# promise_on_disk BROKER G — after a power cut, BROKER's copy of r/0 still
+# holds on disk the promise (ballot) and the generation history it had made
+# for generation G: both are written through `.NAME.tmp`, synced, renamed and
+# their directory synced, so a cut can undo neither.
+promise_on_disk() {
+  local out
+  out=$("$FELIX_BUILD/felix-inspect" --json ballot "$C/$1"/shards/r_0-*) || fail "no readable ballot on $1: $out"
+  [ "$(echo "$out" | jget 'j["generation"]')" -ge "$2" ] || fail "$1's ballot went back below generation $2: $out"
+  [ "$(echo "$out" | jget 'max(x["generation"] for x in j["generations"])')" -ge "$2" ] ||
+    fail "$1's generation history went back below generation $2: $out"
+}
+
 # cp_own_disk — before rcluster_up: the control plane's database on a disk
 # of its own ($C/cp) under the sync recorder, so that cp_power_cut can cut it.
 cp_own_disk() {

@@ -181,6 +181,7 @@ scenario_3() {
   for f in $(others_than "$L"); do wait_until 30 caught_up "$f"; done
   g=$(shard_generation r/0)
   power_cut "${L#b}"
+  promise_on_disk "$L" "$g"
   rbroker_start "${L#b}" "${lf[@]}"
   wait_until 60 generation_above r/0 "$g"
   wait_until 60 shard_is r/0 Active
