@@ -137,9 +137,12 @@ rejoins() {
   new_generation follower
   failed_closed ballot
   grep -q "^failfile fsync EIO .*/\.ballot\.tmp$" "$C/ledger.$F" || fail "the fault never struck"
-  # W leads generation G+1 only once a second copy promised it durably: L.
-  # (The old code kept the assignment's promise in memory and answered W's
-  # fence with it.)
+  # W leads generation G+1 only once a second copy promised it durably: L,
+  # which is down, so W's fence cannot complete and the control plane gives
+  # up on it after a lease. (The old code kept the assignment's promise in
+  # memory and answered W's fence with it: W led at once.) Waiting for the
+  # control plane's verdict, not for a moment, decides the race either way.
+  wait_until 30 grep -q "the fence of generation $((G + 1)) on $W did not complete within a lease" "$C/cp.log"
   run grep -q "msg=leading shard=r_0-[0-9a-f]* generation=$((G + 1))" "$C/$W.log"
   [ "$status" -ne 0 ] || fail "W's fence completed with F's promise, which is not on disk"
   rejoins
