@@ -61,13 +61,15 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", (sys.argv[1], 7001
   tcp_reach b1 b2 || fail "b1 cannot reach b2"
   tcp_reach cp b1 || fail "cp cannot reach b1"
   net_exec "$ID" b1 sleep 60 &
+  local sleeper=$!
   net_down "$ID"
   run -0 ip netns list
   [[ $output != *"fx$ID-"* ]] || fail "left behind: $output"
   [[ $output == *"fxother-keep"* ]] || fail "another run's namespace was removed: $output"
   ip netns del fxother-keep
   [ ! -e "$NET_DIR/fx$ID.nodes" ]
-  wait # the process inside was killed with its namespace
+  wait "$sleeper" || true # killed with its namespace (a bare wait would wait for bats' own timer too)
+  run ! kill -0 "$sleeper"
 }
 
 @test "net_drop is one-way: TO drops what FROM sends, FROM still hears TO; net_heal lifts it" {
