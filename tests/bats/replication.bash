@@ -8,14 +8,16 @@ FAULTS="$FELIX_BUILD/faults"
 
 # rbroker_start N [flags] — broker bN under the sync recorder, on its own
 # machine; while $C/rules.bN exists, its lines fail chosen files' calls
-# (FELIX_FAULTS_FILE_RULES, tests/faults/README.md).
+# (FELIX_FAULTS_FILE_RULES), and while $C/slow.bN exists, each of its syncs
+# waits up to 60 s, a slow disk (FELIX_FAULTS_SLOW_SYNC_IF; tests/faults/README.md).
 rbroker_start() {
   local n=$1
   shift
   [ -f "$C/boot_id.b$n" ] || echo "boot-$RANDOM-b$n" >"$C/boot_id.b$n"
   [ -f "$C/ledger.b$n" ] || : >"$C/ledger.b$n"
   FELIX_BOOT_ID_FILE="$C/boot_id.b$n" FELIX_FAULTS_LEDGER="$C/ledger.b$n" FELIX_FAULTS_ROOT="$C/b$n" \
-    FELIX_FAULTS_FILE_RULES="$C/rules.b$n" LD_PRELOAD="$FAULTS/libfelix_faults.so" broker_start "$n" "$@"
+    FELIX_FAULTS_FILE_RULES="$C/rules.b$n" FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.b$n" FELIX_FAULTS_SLOW_SYNC_MS=60000 \
+    LD_PRELOAD="$FAULTS/libfelix_faults.so" broker_start "$n" "$@"
 }
 
 # rcluster_up [flags for every broker] — control plane, b1..b3, stream r (1 shard, R=3).

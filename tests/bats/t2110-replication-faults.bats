@@ -692,16 +692,7 @@ deposed_leader_with_a_longer_old_tail() {
 }
 
 @test "8: a slow disk on an on_commit leader: no quorum for a lease moves the shard; the old copy keeps only the new leader's data" {
-  cluster_init "$BATS_TEST_TMPDIR/c"
-  cp_start
-  for n in 1 2 3; do
-    FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.b$n" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "$n" --fsync-mode on_commit
-  done
-  wait_until 60 brokers_alive 3
-  run -0 "$CTL" stream create r --shards 1 --replicas 3
-  wait_until 60 shard_is r/0 Active
-  : >"$C/acked"
-  : >"$C/seen"
+  rcluster_up --fsync-mode on_commit # each broker bN's disk is slow while $C/slow.bN exists
   produce_acked 1 50
   L=$(leader_of)
   g=$(shard_generation r/0)
@@ -726,16 +717,7 @@ deposed_leader_with_a_longer_old_tail() {
 }
 
 @test "8 periodic: a slow disk on a periodic leader: acknowledgements go on from the replicated page caches, no failover; its power cut during the hang loses nothing acknowledged" {
-  cluster_init "$BATS_TEST_TMPDIR/c"
-  cp_start
-  for n in 1 2 3; do
-    FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.b$n" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "$n"
-  done
-  wait_until 60 brokers_alive 3
-  run -0 "$CTL" stream create r --shards 1 --replicas 3
-  wait_until 60 shard_is r/0 Active
-  : >"$C/acked"
-  : >"$C/seen"
+  rcluster_up # each broker bN's disk is slow while $C/slow.bN exists
   produce_acked 1 50
   L=$(leader_of)
   g=$(shard_generation r/0)
@@ -764,7 +746,7 @@ deposed_leader_with_a_longer_old_tail() {
   # second cut lands inside recovery, before the identity is decided.
   touch "$C/slow.$F"
   lines=$(($(wc -l <"$C/$F.log") + 1))
-  FELIX_FAULTS_SLOW_SYNC_IF="$C/slow.$F" FELIX_FAULTS_SLOW_SYNC_MS=60000 rbroker_start "${F#b}"
+  rbroker_start "${F#b}" # slow while $C/slow.$F exists
   wait_until 30 grep -q '^slow ' "$C/ledger.$F"
   run ! log_since "$lines" "$C/$F.log" 'msg="storage id'
   power_cut "${F#b}"
