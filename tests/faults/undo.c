@@ -101,6 +101,15 @@ void undo_before_name(int dirfd, const char *name, struct undo_name *u)
     errno = saved;
 }
 
+/* Where the keep area holds the file u named: LEDGER.keep/DEV.INO. */
+static void keep_path(const struct undo_name *u, char *out, size_t cap)
+{
+    char dir[PATH_CAP];
+    keep_dir(dir, sizeof dir);
+    snprintf(out, cap, "%s/%llu.%llu", dir, (unsigned long long)u->old.st_dev,
+             (unsigned long long)u->old.st_ino);
+}
+
 /* Links the regular file u names into the keep area before it loses its
  * LAST name. A file with another name stays alive under it (powercut finds
  * it there), and no link is added: Felix reads st_nlink > 1 as "a restore
@@ -109,10 +118,8 @@ static void keep_link(struct undo_name *u)
 {
     if (!u->active || !u->existed || !S_ISREG(u->old.st_mode) || u->old.st_nlink != 1 || real_linkat == NULL)
         return;
-    char dir[PATH_CAP], to[PATH_CAP + 64];
-    keep_dir(dir, sizeof dir);
-    snprintf(to, sizeof to, "%s/%llu.%llu", dir, (unsigned long long)u->old.st_dev,
-             (unsigned long long)u->old.st_ino);
+    char to[PATH_CAP + 64];
+    keep_path(u, to, sizeof to);
     struct stat ks;
     if (real_linkat(AT_FDCWD, u->path, AT_FDCWD, to, 0) == 0)
         u->kept = 1; /* made here: removed again if the call fails */
@@ -127,10 +134,8 @@ static void unkeep(const struct undo_name *u)
 {
     if (!u->kept || real_unlinkat == NULL)
         return;
-    char dir[PATH_CAP], to[PATH_CAP + 64];
-    keep_dir(dir, sizeof dir);
-    snprintf(to, sizeof to, "%s/%llu.%llu", dir, (unsigned long long)u->old.st_dev,
-             (unsigned long long)u->old.st_ino);
+    char to[PATH_CAP + 64];
+    keep_path(u, to, sizeof to);
     real_unlinkat(AT_FDCWD, to, 0);
 }
 
