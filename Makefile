@@ -1,4 +1,4 @@
-# Felix — one entry point: deps, all, check, run, install, fuzz, formal, bench.
+# Felix — one entry point: deps, all, check, run, install, fuzz, formal, bench, campaign.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN     = -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wno-missing-field-initializers
@@ -24,7 +24,7 @@ NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
-.PHONY: all release deps check unit bats fuzz fuzz-smoke formal mutants bench install clean run
+.PHONY: all release deps check unit bats fuzz fuzz-smoke formal mutants bench campaign install clean run
 
 FAULTS   = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
 
@@ -128,6 +128,14 @@ check: deps
 # ten minutes); the last report is kept in docs/testing.md.
 mutants:
 	@sh tests/mutants/run.sh
+
+# The fault campaign (docs/campaign.md): RUNS seeded runs (default 20) from
+# SEED (default: the clock), DURATION seconds each (default 24), drawing the
+# faults FAULTS (comma-separated; default all). Needs root (namespaces).
+campaign: deps all
+	@python3 tests/campaign/campaign.py $(if $(RUNS),--runs $(RUNS)) $(if $(SEED),--seed $(SEED)) \
+	  $(if $(DURATION),--duration $(DURATION)) $(if $(FAULTS),--faults $(FAULTS)) $(if $(TALLY),--tally $(TALLY)) \
+	  --build $(BUILD)
 
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench

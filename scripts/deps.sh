@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages of DESIGN.md §2 when any is missing; a no-op otherwise.
 set -eu
-PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables"
+PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables gnuplot-nox"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

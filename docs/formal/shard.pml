@@ -28,6 +28,8 @@
  *     acks=leader lease may still run)
  *   STALE_FOLLOWER_HWM (review 5, item 3: the HWM a follower learned survives truncation,
  *     a new leader keeps it, a report beyond the log is accepted, acks follow the HWM)
+ *   READS_BEFORE_START (issue 14: a new leader answers fetches before its generation-start
+ *     record is committed, with the HWM it starts from)
  * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
  *  README.md, "Rules the model shows redundant".)
  *
@@ -347,7 +349,22 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define NEWER_SERVES(x) ((LEADS(0) && br[0].lg > br[x].lg) || (LEADS(1) && br[1].lg > br[x].lg) || \
                          (LEADS(2) && br[2].lg > br[x].lg))
 #define INV_LACK(x) (!LLEASE(x) || !NEWER_SERVES(x))
-#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x) && INV_LACK(x)))
+/* ReadsNeverStepBack (issue 14): the current generation's pinned leader
+   answers fetches only once its start record is committed (hwm > mark); the
+   HWM it then shows covers every record any leader exposed, so no consumer
+   sees an HWM step back across a failover */
+#ifdef READS_BEFORE_START
+#define READS(x) 1
+#else
+#define READS(x) (br[x].mark != NONE && br[x].hwm > br[x].mark)
+#endif
+#define INV_RK(x,kk) (!(kk < chwm && cgat[kk] <= br[x].lg && !RBX(kk)) || kk < br[x].hwm)
+#if L >= 4
+#define INV_READS(x) (!(CURPIN(x) && READS(x)) || (INV_RK(x,0) && INV_RK(x,1) && INV_RK(x,2) && INV_RK(x,3)))
+#else
+#define INV_READS(x) (!(CURPIN(x) && READS(x)) || (INV_RK(x,0) && INV_RK(x,1) && INV_RK(x,2)))
+#endif
+#define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x) && INV_LACK(x) && INV_READS(x)))
 
 /* The observer: executable only in a state that breaks an invariant; it then
    says which one and fails.  (OneLeaderPerGeneration is asserted in Acknowledge.) */
@@ -366,6 +383,11 @@ active proctype invariants() {
          if
          :: !INV_LACK(vx) ->
             printf("VIOLATION LeaderAcksExclusive: broker %d acknowledges acks=leader in generation %d under its lease while a newer generation serves\n", vx, br[vx].lg)
+         :: else
+         fi;
+         if
+         :: !INV_READS(vx) ->
+            printf("VIOLATION ReadsNeverStepBack: the pinned leader %d of generation %d answers fetches with HWM %d below a record an earlier leader exposed\n", vx, cgen, br[vx].hwm)
          :: else
          fi;
          if

@@ -198,6 +198,15 @@ void shard_set_hwm(broker *b, shard *s, uint64_t hwm);
 
 void shard_stop_leading(broker *b, shard *s, const char *why);
 void shard_become_leader(broker *b, shard *s, uint64_t generation);
+/* Syncs the copy's log on libuv's thread pool, then calls `then` on the loop
+ * with the generation the copy's ballot had when it was asked and the sync's
+ * status (a failed sync has already failed the broker closed, a deleted
+ * directory refused the copy). Under a relaxed fsync mode `then` runs at
+ * once with FELIX_OK. A slow disk never stops the loop, which serves every
+ * shard (the campaign's regression test in t5010 saw a whole broker stop in
+ * an on_commit fence). */
+typedef void (*shard_synced_fn)(broker *b, shard *s, uint64_t generation, felix_status st, const char *why);
+void shard_sync_then(broker *b, shard *s, shard_synced_fn then);
 /* Each writes one identity file durably; on failure the copy is failed
  * closed (shard_fail_closed) and the caller puts memory back as on disk. */
 int shard_write_ballot(broker *b, shard *s);

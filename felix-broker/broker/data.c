@@ -157,9 +157,23 @@ static void fetch_reply_status(conn *c, uint32_t corr, uint16_t status, const ch
   conn_reply(c, &out);
 }
 
+/* A leader answers reads once its generation's start record is committed.
+ * Before, its HWM is the control plane's maximum (rule 3), which may be below
+ * what its predecessor showed: a consumer would see the HWM step back. Once
+ * it is committed, the HWM is above everything the fence adopted, and so
+ * above every HWM any earlier leader showed. */
+static bool start_committed(const shard *s) { return s->hwm > s->generation_start; }
+
 /* Answers with committed records from req->offset (markers skipped). */
 static void fetch_answer(broker *b, conn *c, uint32_t corr, shard *s, const felix_fetch_req *req) {
   (void)b;
+  if (!start_committed(s)) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "generation %" PRIu64 " has not committed its start record (offset %" PRIu64 ") yet",
+             s->ballot.generation, s->generation_start);
+    fetch_reply_status(c, corr, FELIX_WS_UNAVAILABLE, msg, "", NULL); /* no HWM shown: it may be below an earlier one */
+    return;
+  }
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
   uint64_t avail = s->hwm > req->offset ? s->hwm - req->offset : 0;
@@ -245,19 +259,25 @@ static void handle_fetch(broker *b, conn *c, uint32_t corr, const uint8_t *body,
   felix_log_get_stats(s->log, &st);
   /* An offset between the HWM and the log end waits: a new leader's HWM may
    * start below what its predecessor showed (it starts from the control
-   * plane's maximum HWM) until its generation-start record commits. */
+   * plane's maximum HWM) until its generation-start record commits; the
+   * fetch is answered only then (start_committed). */
   if (req.offset < st.start_offset || req.offset > st.end_offset) {
     snprintf(msg, sizeof msg, "offset %" PRIu64 " is outside [%" PRIu64 ", %" PRIu64 "] (log start, log end)", req.offset,
              st.start_offset, st.end_offset);
     return fetch_reply_status(c, corr, FELIX_WS_OFFSET_OUT_OF_RANGE, msg, "", s);
   }
-  if (req.offset < s->hwm || req.wait_ms == 0 || b->draining) return fetch_answer(b, c, corr, s, &req);
+  /* Before the start record commits (ms after a fence, once a follower holds
+   * it) every fetch waits for it, at least 1 s, then gets UNAVAILABLE. */
+  bool ready = start_committed(s);
+  if (b->draining || (ready && (req.offset < s->hwm || req.wait_ms == 0))) return fetch_answer(b, c, corr, s, &req);
+  uint32_t wait_ms = req.wait_ms > 30000 ? 30000 : req.wait_ms;
+  if (!ready && wait_ms < 1000) wait_ms = 1000;
   fetch_wait *w = calloc(1, sizeof *w);
   *w = (fetch_wait){.c = c, .corr = corr, .req = req, .s = s, .b = b, .next = s->waiters};
   s->waiters = w;
   uv_timer_init(b->loop, &w->timer);
   w->timer.data = w;
-  uv_timer_start(&w->timer, on_wait_timeout, req.wait_ms > 30000 ? 30000 : req.wait_ms, 0);
+  uv_timer_start(&w->timer, on_wait_timeout, wait_ms, 0);
 }
 
 /* ---- metadata ---- */

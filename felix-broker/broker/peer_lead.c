@@ -68,6 +68,7 @@ struct pending_ack {
 static void link_connect(peer_link *l);
 static void link_reset(peer_link *l, const char *why);
 static void fence_evaluate(broker *b, shard *s);
+static void adopted_synced(broker *b, shard *s, uint64_t generation, felix_status st, const char *why);
 
 /* ---- sending ---- */
 
@@ -423,14 +424,26 @@ static void on_read_reply(peer_link *l, const uint8_t *body, size_t len) {
     if (got > 0) return send_read(l);
     return link_reset(l, "the adopted copy holds less than it answered"); /* the fence starts over */
   }
-  /* Held under our own mode before we lead on it (synced, under on_commit). */
-  if (felix_log_sync(s->log, &err)) return refuse_adoption(l->b, s, err.msg);
+  /* Held under our own mode before we lead on it (synced, under on_commit,
+   * off the loop: adopted_synced ends the fence). */
+  shard_sync_then(l->b, s, adopted_synced);
+}
+
+/* The adopted records are held. Unless the fence ended or started over
+ * meanwhile (a newer generation; the adopted copy's link reset, which
+ * clears s->adopting), the fence ends. */
+static void adopted_synced(broker *b, shard *s, uint64_t generation, felix_status st, const char *why) {
+  if (st) {
+    if (s->log && !s->refused) refuse_adoption(b, s, why);
+    return;
+  }
+  if (!s->fencing || !s->adopting || s->ballot.generation != generation) return;
   /* Our log changed under every measurement: measure every follower again
    * before anything is shipped (the new generation's pump would use them). */
   s->log_epoch++;
   s->adopting = NULL;
   for (peer_link *x = s->links; x; x = x->next) link_reset(x, "re-measure after adopting a copy");
-  finish_fence(l->b, s);
+  finish_fence(b, s);
 }
 
 static void fence_evaluate(broker *b, shard *s) {

@@ -177,8 +177,59 @@ void shard_stop_leading(broker *b, shard *s, const char *why) {
   broker_handoff_check(b);
 }
 
+typedef struct sync_work {
+  uv_work_t work;
+  broker *b;
+  shard *s;
+  uint64_t generation;
+  shard_synced_fn then;
+  felix_status st;
+  felix_err err;
+} sync_work;
+
+static void sync_run(uv_work_t *w) {
+  sync_work *x = w->data;
+  x->st = felix_log_sync(x->s->log, &x->err);
+}
+
+static void sync_done(uv_work_t *w, int status) {
+  sync_work *x = w->data;
+  broker *b = x->b;
+  (void)status;
+  x->s->pending_held--;
+  if (x->st == FELIX_E_SYNC) broker_fail_closed(b, x->err.msg);
+  if (x->st == FELIX_E_GONE) shard_refuse(b, x->s, x->err.msg);
+  x->then(b, x->s, x->generation, x->st, x->err.msg);
+  free(x);
+  broker_drain_continue(b);
+}
+
+void shard_sync_then(broker *b, shard *s, shard_synced_fn then) {
+  sync_work *x = felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? NULL : calloc(1, sizeof *x);
+  if (!x) {
+    /* held once written; or out of memory, where the sync runs here */
+    felix_err err = {0};
+    felix_status st = felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? FELIX_OK : felix_log_sync(s->log, &err);
+    if (st == FELIX_E_SYNC) broker_fail_closed(b, err.msg);
+    if (st == FELIX_E_GONE) shard_refuse(b, s, err.msg);
+    then(b, s, s->ballot.generation, st, err.msg);
+    return;
+  }
+  *x = (sync_work){.b = b, .s = s, .generation = s->ballot.generation, .then = then};
+  x->work.data = x;
+  s->pending_held++; /* as an on_commit publish: a drain or a delete waits for it */
+  uv_queue_work(b->loop, &x->work, sync_run, sync_done);
+}
+
+/* The start record held: the HWM may pass it once a majority holds it. */
+static void start_record_synced(broker *b, shard *s, uint64_t generation, felix_status st, const char *why) {
+  (void)why;
+  if (st == FELIX_OK && s->leading && s->ballot.generation == generation) peer_pump(b, s);
+}
+
 /* The end of the fence: record generation G, then its start record, which
- * makes the HWM move as soon as a majority holds it (rule 3). */
+ * makes the HWM move as soon as a majority holds it (rule 3); under on_commit
+ * only once it is synced, which runs off the loop (shard_sync_then). */
 void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   felix_log_stats st;
   felix_log_get_stats(s->log, &st);
@@ -197,12 +248,15 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
     s->gens.count--; /* memory as on disk; the copy is refused */
     return;
   }
-  if (felix_log_append(s->log, "", 0, &offset, &err)) {
+  felix_record_in start_record = {"", 0, 0};
+  felix_appended a;
+  if (felix_log_append_batch(s->log, &start_record, 1, &a, &err)) {
     s->gens.count--;
     felix_log_event("error", "cannot start generation", "shard", s->dir_name, "reason", err.msg, NULL);
     shard_refuse(b, s, err.msg); /* a failed write of the log itself has failed the broker closed already */
     return;
   }
+  offset = a.first_offset;
   s->generation_start = offset;
   s->leading = true;
   s->fencing = false;
@@ -221,7 +275,8 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   felix_log_event("info", "leading", "shard", s->dir_name, "generation", g, "copy_id", s->ballot.copy_id, NULL);
   broker_publish_inventory(b);
   broker_publish_report(b);
-  peer_pump(b, s); /* ships the start record; with one replica it commits at once */
+  peer_pump(b, s); /* ships the start record; with one replica it commits at once (relaxed modes) */
+  shard_sync_then(b, s, start_record_synced);
 }
 
 static bool names_this_process(const broker *b, const shard *s, const char *leader, const char *copy, const char *inc) {

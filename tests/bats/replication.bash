@@ -114,9 +114,7 @@ cut_power() {
   [ -f "$C/ledger.$name.base" ] && base=$(cat "$C/ledger.$name.base")
   [ "$(tail -n +$((base + 1)) "$C/ledger.$name" | grep -c '^sync \|^dirsync \|^syncfs \|^slow ')" -gt 0 ] ||
     fail "the ledger of $name saw no sync"
-  "$FAULTS/powercut" --ledger "$C/ledger.$name" --root "$root" "$@" >>"$C/powercut.log"
-  find "$root" -type f -printf 'sync %D %i %s\n' >"$C/ledger.$name"
-  wc -l <"$C/ledger.$name" >"$C/ledger.$name.base"
+  sh "$REPO_ROOT/tests/faults/cut-power.sh" "$C/ledger.$name" "$root" "$@" >"$C/ledger.$name.base" 2>>"$C/powercut.log"
 }
 
 # produce_acked FROM TO [ACKS] — publishes FROM..TO, one record each; appends to

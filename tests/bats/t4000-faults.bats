@@ -471,3 +471,28 @@ PY
   echo "# a comment line" >rules
   run -0 atomic_write stream
 }
+
+@test "a file rule 'fsync SLOW PATTERN' holds back that file's syncs only, while the line is there, then they run and count" {
+  setup_ledger
+  echo "fsync SLOW */d/[ac]" >rules
+  start=$(date +%s%N)
+  FELIX_FAULTS_SLOW_SYNC_MS=600 run -0 ruled writer open d/a write 10 fsync open d/b write 5 fsync
+  took=$((($(date +%s%N) - start) / 1000000))
+  assert_output $'fsync: ok\nfsync: ok'
+  grep -qx "slow fsync $(devino d/a)" ledger || fail "the sync of d/a was not recorded slow: $(cat ledger)"
+  run ! grep -q "slow fsync $(devino d/b)" ledger # another file is spared
+  run ! grep -q '^failfile' ledger                # a slow sync is no failure
+  synced d/a 10
+  synced d/b 5
+  [ "$took" -ge 600 ] || fail "the slow sync did not wait its 600 ms ($took ms)"
+  # removing the line ends the wait at once (the rules are read every 50 ms)
+  FELIX_FAULTS_SLOW_SYNC_MS=60000 ruled writer open d/c write 3 fsync >"$W/out" &
+  pid=$!
+  wait_until 10 bash -c "[ \$(grep -c '^slow fsync' '$W/ledger') -ge 2 ]" # d/c's sync waits
+  : >rules
+  wait_until 10 bash -c "! kill -0 $pid 2>/dev/null"
+  wait "$pid" || fail "the writer failed: $(cat "$W/out")"
+  [ "$(cat "$W/out")" = "fsync: ok" ] || fail "$(cat "$W/out")"
+  echo "open SLOW */d/*" >rules # only a sync can be slow: other ops ignore the line
+  run -0 ruled writer open d/e write 1 fsync
+}

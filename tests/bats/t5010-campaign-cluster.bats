@@ -36,14 +36,18 @@ ns_cp_start() {
   wait_until 10 "$CTL" cluster status
 }
 
-# ns_broker_start N — broker bN on its machine, with its own boot id and runtime directory
+# ns_broker_start N — broker bN on its machine, with its own boot id and
+# runtime directory, and the file rules of $C/rules.bN while that file exists
+# (tests/faults/README.md; a SLOW rule holds a sync up to 60 s); flags for
+# every broker in BROKER_FLAGS.
 ns_broker_start() {
   local n=$1 a
   a=$(net_addr "$ID" "b$n")
   [ -f "$C/boot_id.b$n" ] || echo "boot-$RANDOM-b$n" >"$C/boot_id.b$n"
-  FELIX_BOOT_ID_FILE="$C/boot_id.b$n" FELIX_RUNTIME_DIR="$C/runtime.b$n" \
+  FELIX_BOOT_ID_FILE="$C/boot_id.b$n" FELIX_RUNTIME_DIR="$C/runtime.b$n" FELIX_FAULTS_FILE_RULES="$C/rules.b$n" \
+    FELIX_FAULTS_SLOW_SYNC_MS=60000 LD_PRELOAD="$FELIX_BUILD/faults/libfelix_faults.so" \
     ip netns exec "$(net_ns "$ID" "b$n")" "$BROKER" run --id "b$n" --data-dir "$C/b$n" --listen "$a:9000" \
-    --http "$a:9100" --control-plane "$FELIX_CONTROL_PLANE" --token-file "$CP_DB.broker-token" 2>>"$C/b$n.log" &
+    --http "$a:9100" --control-plane "$FELIX_CONTROL_PLANE" --token-file "$CP_DB.broker-token" ${BROKER_FLAGS:-} 2>>"$C/b$n.log" &
   echo "b$n $!" >>"$C/pids"
   disown $!
 }
@@ -82,5 +86,57 @@ ns_cluster_up() {
   produce_acked 51 100 || fail "the new leader did not acknowledge"
   net_heal "$ID"
   wait_until 60 caught_up "$L"
+  acked_readable
+}
+
+# wire_fetch BROKER OFFSET — one FETCH (wait_ms 0) from the clients' machine,
+# straight to BROKER: "status=N leader=ADDR hwm=N next=N count=N"
+wire_fetch() {
+  net_exec "$ID" cl python3 "$REPO_ROOT/tests/tools/wire.py" fetch "$(net_addr "$ID" "$1"):9000" r 0 "$2"
+}
+field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
+
+# Found by the campaign (issue 14; the model's ReadsNeverStepBack): a new
+# leader starts from the control plane's maximum HWM, which lags what the old
+# leader showed by its last unreported commits, and it used to answer fetches
+# with it at once — a consumer saw HWM 59421 from one leader, then 55325 from
+# the next. The followers run on_commit here because that is the mode in which
+# a slow disk holds their confirmations (under periodic a copy confirms what it
+# wrote): their log's syncs are held back once the old leader is gone, so the
+# new leader's start record stays uncommitted long enough to be asked.
+@test "a new leader answers no fetch before its start record commits: the HWM a consumer saw never steps back across a failover" {
+  BROKER_FLAGS="--fsync-mode on_commit" ns_cluster_up
+  produce_acked 1 20 || fail "not every record was acknowledged"
+  wait_until 30 hwm_at_least 21 # the control plane knows 21 records (+ the start record)
+  L=$(leader_of)
+  g=$(shard_generation r/0)
+  net_cut "$ID" "$L" cp # its later commits are never reported
+  produce_acked 21 60 || fail "not acknowledged while the leader is cut off from the control plane only"
+  run -0 wire_fetch "$L" 0
+  shown=$(field hwm "$output")
+  [ "$shown" -ge 61 ] || fail "the leader shows HWM $shown: $output"
+  max=$("$CTL" -o json shard describe r/0 | jget 'j["max_hwm"]')
+  [ "$max" -lt "$shown" ] || fail "the control plane's maximum HWM $max caught up with $shown: no gap to test"
+  for f in $(others_than "$L"); do echo "fsync SLOW $C/$f/shards/*.log" >"$C/rules.$f"; done
+  stop_process "$L" KILL
+  wait_until 60 generation_above r/0 "$g"
+  X=$(leader_of)
+  [ -n "$X" ] && [ "$X" != "$L" ] || fail "no new leader: '$X'"
+  for i in $(seq 1 50); do # until X's fence has ended (NOT_LEADER before)
+    run wire_fetch "$X" "$shown"
+    [ "$status" -eq 0 ] || fail "wire.py failed (a broker whose loop is stopped never answers): $output"
+    [ "$(field status "$output")" != 1 ] && break
+    sleep 0.2
+  done
+  if [ "$(field status "$output")" = 0 ]; then
+    [ "$(field hwm "$output")" -ge "$shown" ] || fail "the HWM stepped back from $shown to $(field hwm "$output"): $output"
+  else
+    [ "$(field status "$output")" = 5 ] || fail "not UNAVAILABLE while the start record is uncommitted: $output"
+  fi
+  rm -f "$C"/rules.b*
+  wait_until 30 shard_is r/0 Active
+  run -0 wire_fetch "$X" "$shown"
+  [ "$(field status "$output")" = 0 ] && [ "$(field hwm "$output")" -gt "$shown" ] || fail "after the commit: $output"
+  net_heal "$ID"
   acked_readable
 }

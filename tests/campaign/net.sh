@@ -21,6 +21,10 @@
 #   net_loss ID NODE PCT       NODE drops PCT % of what it receives, at random
 #   net_rate ID NODE RATE      NODE sends at most RATE (tc tbf: 1mbit, 10mbit ...)
 #   net_clear ID NODE          remove the node's loss and rate limit
+#   net_untag ID TAG           remove every rule added while NET_TAG was TAG
+#
+# With NET_TAG set (a word), net_drop, net_cut and net_loss mark their rules
+# with it, so one fault's rules can be removed without another's.
 
 net_ns() { echo "fx$1-$2"; }
 
@@ -93,7 +97,8 @@ net_table() {
 net_drop() {
   local id=$1 from=$2 to=$3
   net_table "$id" "$to" &&
-    net_exec "$id" "$to" nft add rule inet felixcampaign input ip saddr "$(net_addr "$id" "$from")" drop
+    net_exec "$id" "$to" nft add rule inet felixcampaign input ip saddr "$(net_addr "$id" "$from")" drop \
+      comment "\"${NET_TAG:-drop}\""
 }
 
 net_cut() {
@@ -116,7 +121,7 @@ net_loss() {
   local match=(numgen random mod 100 '<' "$pct")
   [ "$pct" -lt 100 ] || match=() # nft takes a bound of at most 99
   net_table "$id" "$node" &&
-    net_exec "$id" "$node" nft add rule inet felixcampaign input "${match[@]}" drop comment '"loss"'
+    net_exec "$id" "$node" nft add rule inet felixcampaign input "${match[@]}" drop comment "\"${NET_TAG:-loss}\""
 }
 
 net_rate() {
@@ -124,10 +129,23 @@ net_rate() {
 }
 
 net_clear() {
-  local id=$1 node=$2 h
-  net_exec "$id" "$node" tc qdisc del dev eth0 root 2>/dev/null || true
-  for h in $(net_exec "$id" "$node" nft -a list chain inet felixcampaign input 2>/dev/null |
-    sed -n 's/.*comment "loss" # handle \([0-9]*\)$/\1/p'); do
-    net_exec "$id" "$node" nft delete rule inet felixcampaign input handle "$h"
+  net_exec "$1" "$2" tc qdisc del dev eth0 root 2>/dev/null || true
+  net_unrule "$1" "$2" loss
+}
+
+# net_unrule ID NODE TAG — removes NODE's rules marked TAG
+net_unrule() {
+  local h
+  for h in $(net_exec "$1" "$2" nft -a list chain inet felixcampaign input 2>/dev/null |
+    sed -n "s/.*comment \"$3\" # handle \([0-9]*\)\$/\1/p"); do
+    net_exec "$1" "$2" nft delete rule inet felixcampaign input handle "$h"
+  done
+}
+
+net_untag() {
+  local node
+  [[ $2 =~ ^[A-Za-z0-9_-]+$ ]] || { echo "net.sh: tag '$2' must be a word" >&2; return 2; }
+  for node in $(awk '{print $1}' "$(net_nodes "$1")"); do
+    net_unrule "$1" "$node" "$2"
   done
 }

@@ -181,6 +181,8 @@ static int read_rules(const char *rules, char *buf, size_t cap)
     return 1;
 }
 
+#define FAULT_SLOW (-2) /* a rule "fsync SLOW PATTERN": that file's syncs wait (file_fault_after_wait) */
+
 /* The errno the rules give OP on the file (dirfd, name) or fd, 0 for none. A
  * rules file that is absent means no faults; it is read again on every call,
  * so a test switches a fault on and off while the process runs. A write or
@@ -205,13 +207,16 @@ static int file_fault(const char *op, int dirfd, const char *name, int fd)
         char o[16], e[16], pat[PATH_CAP];
         if (sscanf(line, "%15s %15s %4351s", o, e, pat) != 3 || o[0] == '#' || strcmp(o, op) != 0)
             continue;
+        int slow = strcmp(e, "SLOW") == 0;
+        if (slow && strcmp(op, "fsync") != 0)
+            continue; /* only a sync can be slow */
         if (path[0] == '\0')
             faults_path_of(dirfd, name, fd, path, sizeof path);
         if (fnmatch(pat, path, 0) == 0)
-            result = errno_of(e);
+            result = slow ? FAULT_SLOW : errno_of(e);
     }
     faults_busy--;
-    if (result != 0)
+    if (result > 0)
         faults_record("failfile %s %s %s\n", op, name_of(result), path);
     errno = saved;
     return result;
@@ -228,6 +233,12 @@ static int failing(void)
     return r;
 }
 
+static long slow_sync_ms(void)
+{
+    const char *ms = getenv("FELIX_FAULTS_SLOW_SYNC_MS");
+    return ms && *ms ? strtol(ms, NULL, 10) : 1000;
+}
+
 /* A slow disk: while FELIX_FAULTS_SLOW_SYNC_IF names an existing path, each
  * fsync/fdatasync waits up to FELIX_FAULTS_SLOW_SYNC_MS (default 1000) before
  * it runs, in 50 ms steps, so removing the path ends the wait at once; it records
@@ -241,13 +252,29 @@ static void slow_down(const char *name, int have, const struct stat *st)
     if (access(p, F_OK) == 0) /* recorded before the wait, so a test sees a sync that is still held back */
         faults_record("slow %s %llu %llu\n", name, have ? (unsigned long long)st->st_dev : 0ull,
                have ? (unsigned long long)st->st_ino : 0ull);
-    const char *ms = getenv("FELIX_FAULTS_SLOW_SYNC_MS");
-    long total = ms && *ms ? strtol(ms, NULL, 10) : 1000;
-    for (long t = 0; t < total && access(p, F_OK) == 0; t += 50) {
+    for (long t = 0, total = slow_sync_ms(); t < total && access(p, F_OK) == 0; t += 50) {
         struct timespec step = {0, 50 * 1000000L};
         nanosleep(&step, NULL);
     }
     errno = saved;
+}
+
+/* One slow file: while a rule "fsync SLOW PATTERN" matches the file, its
+ * fsync/fdatasync waits, up to FELIX_FAULTS_SLOW_SYNC_MS, in 50 ms steps with
+ * the rules read again at each (removing the line ends the wait at once); it
+ * records "slow" when it starts waiting. Returns what the other rules say. */
+static int file_fault_after_wait(int fd, const char *name, int have, const struct stat *st)
+{
+    int ff = file_fault("fsync", -1, NULL, fd);
+    if (ff == FAULT_SLOW)
+        faults_record("slow %s %llu %llu\n", name, have ? (unsigned long long)st->st_dev : 0ull,
+               have ? (unsigned long long)st->st_ino : 0ull);
+    for (long t = 0, total = slow_sync_ms(); ff == FAULT_SLOW && t < total; t += 50) {
+        struct timespec step = {0, 50 * 1000000L};
+        nanosleep(&step, NULL);
+        ff = file_fault("fsync", -1, NULL, fd);
+    }
+    return ff == FAULT_SLOW ? 0 : ff;
 }
 
 /* pos: the ledger's size when the sync started (-1: the record's own place),
@@ -275,7 +302,7 @@ static int do_fdsync(int fd, int (*real)(int), const char *name)
     struct stat st;
     int have = fstat(fd, &st) == 0; /* the size before any wait: bytes written meanwhile are not vouched for */
     slow_down(name, have, &st);
-    int ff = file_fault("fsync", -1, NULL, fd);
+    int ff = file_fault_after_wait(fd, name, have, &st);
     if (ff != 0) {
         errno = ff;
         return -1;

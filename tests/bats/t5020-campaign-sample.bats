@@ -1,0 +1,55 @@
+#!/usr/bin/env bats
+# t5020 — make check's sample of the fault campaign (tests/campaign/,
+# docs/campaign.md): three seeded runs whose schedules cover kill -9, a
+# power cut, a pause and a partition, each checked for lost acknowledged
+# records, records served and then gone, HWMs stepping back, false
+# failovers and shards left stuck.
+
+load helpers
+
+FAULTS=kill,powercut,pause,isolate,leader-isolate,partial
+SEED=42
+
+setup() {
+  [ "$(id -u)" -eq 0 ] || skip "network namespaces need root (CI runs as root)"
+}
+
+@test "the campaign's schedule is the seed's: the same seed prints the same schedule, another seed another" {
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS"
+  first=$output
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS"
+  [ "$output" = "$first" ] || fail "seed $SEED printed two schedules"
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed $((SEED + 1)) --duration 20 --faults "$FAULTS"
+  [ "$output" != "$first" ] || fail "seeds $SEED and $((SEED + 1)) printed one schedule"
+  # the sample below must cover kill, a power cut, a pause and a partition
+  for kind in kill powercut pause; do
+    [[ $first == *" $kind "* ]] || fail "seeds $SEED..$((SEED + 2)) have no $kind: choose another SEED: $first"
+  done
+  [[ $first == *" isolate "* || $first == *" leader-isolate "* || $first == *" partial "* ]] || fail "no partition: $first"
+}
+
+@test "bad campaign arguments are refused naming the flag and value" {
+  run -2 python3 "$REPO_ROOT/tests/campaign/campaign.py" --faults kill,bogus --print-schedule
+  [[ $output == *"--faults: unknown kind 'bogus'"* ]] || fail "$output"
+  run -2 python3 "$REPO_ROOT/tests/campaign/campaign.py" --runs 0 --print-schedule
+  [[ $output == *"--runs: 0 is not between 1 and 10000"* ]] || fail "$output"
+  run -2 python3 "$REPO_ROOT/tests/campaign/campaign.py" --duration 2 --print-schedule
+  [[ $output == *"--duration: 2 is not between 5 and 3600"* ]] || fail "$output"
+}
+
+@test "three seeded campaign runs (kill, power cut, pause, partitions) keep every acknowledged record and fail over only under a fault" {
+  out=$BATS_TEST_TMPDIR/campaign
+  run python3 "$REPO_ROOT/tests/campaign/campaign.py" --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS" \
+    --out "$out" --build "$FELIX_BUILD"
+  echo "$output"
+  [ "$status" -eq 0 ] || fail "the campaign failed (exit $status); the failed runs are kept under $out"
+  [ "$(grep -c '^run [0-9]/3 seed [0-9]*: ok' <<<"$output")" -eq 3 ] || fail "not three passing runs"
+  grep -q '^| felix | 3 | 0 |' "$out/campaign-report.md" || fail "the report does not show 3 runs, 0 failed: $(cat "$out/campaign-report.md")"
+  # every namespace the runs made is gone
+  nets=$(sed -n 's/^run .*, network \(fx[a-z0-9]*\)).*/\1/p' <<<"$output")
+  [ "$(wc -w <<<"$nets")" -eq 3 ] || fail "three runs' networks expected: $nets"
+  run -0 ip netns list
+  for n in $nets; do
+    [[ $output != *"$n-"* ]] || fail "namespaces of $n left behind: $output"
+  done
+}

@@ -1,0 +1,138 @@
+"""check.py — what a run promised, checked against what it saw.
+
+Inputs: the schedule (with the times each fault really started and ended),
+the producers' logs, the consumers' observations, the control plane's
+timeline of shard states and its events, and the final read of every shard
+after the final heal. Output: a list of violations (each names the check,
+the shard, offsets and brokers) and the figures for the report.
+"""
+import statistics
+
+
+def acked_records(producers):
+    """(stream, shard) -> {offset: (content, time acknowledged)} of every
+    acknowledged record."""
+    out = {}
+    for p in producers:
+        d = out.setdefault((p.stream, p.shard), {})
+        for _ts, td, outcome, first, recs, _l in p.log:
+            if outcome == "ok":
+                for k, r in enumerate(recs):
+                    d[first + k] = (r, td)
+    return out
+
+
+def check_acked(acked, final, acks_of, windows, violations, figures):
+    """Every acknowledged record is readable at its offset with its content.
+    `quorum`: always. `leader`: DESIGN.md §4.2 admits losing what a leader
+    acknowledged alone before it lost power or was cut off, so a lost one
+    must have been acknowledged during a fault (or its settling time)."""
+    for key, recs in sorted(acked.items()):
+        stream, shard = key
+        got = final.get(key)
+        policy = acks_of[stream]
+        figures["acked_" + policy] += len(recs)
+        if got is None:
+            violations.append(("unreadable", "%s/%d could not be read after the final heal" % key))
+            continue
+        lost = [(o, c, t) for o, (c, t) in sorted(recs.items()) if got.get(o) != c]
+        figures["lost_" + policy] += len(lost)
+        if policy == "leader":
+            lost = [x for x in lost if not in_window(x[2], windows)]
+        if lost:
+            o, c, t = lost[0]
+            what = "acked_lost" if policy != "leader" else "leader_ack_lost_outside_faults"
+            violations.append((what, "%s/%d: %d acknowledged records lost; first at offset %d (acknowledged at %.1f s): acknowledged %r, now %r"
+                               % (stream, shard, len(lost), o, t, c, got.get(o))))
+
+
+def check_unique(final, violations):
+    """A content at two offsets was written twice: no producer sends one twice."""
+    for key, recs in sorted(final.items()):
+        where = {}
+        for o, c in sorted(recs.items()):
+            if c in where:
+                violations.append(("duplicate", "%s/%d: %r at offsets %d and %d" % (key + (c, where[c], o))))
+                break
+            where[c] = o
+
+
+def check_consumers(consumers, final, violations):
+    """No offset served with two contents, no HWM stepping back, and every
+    record a consumer was served is still there (reads below the HWM are
+    never wrong)."""
+    for c in consumers:
+        key = (c.stream, c.shard)
+        for t, kind, text in c.events:
+            violations.append((kind, "%s/%d at %.1f s: %s" % (key + (t, text))))
+        got = final.get(key) or {}
+        gone = [(o, v) for o, v in sorted(c.seen.items()) if got.get(o) != v]
+        if gone and final.get(key) is not None:
+            o, v = gone[0]
+            violations.append(("served_then_lost", "%s/%d: %d records served to a consumer are gone; first at offset %d: served %r, now %r"
+                               % (key + (len(gone), o, v, got.get(o)))))
+
+
+def fault_windows(faults, lease_s):
+    """Each fault's stretch, from its start to a settling time after its end
+    (two leases and a second: a failover it caused may come that late)."""
+    return [(f.get("actual_start", f["start"]), f.get("actual_end", f["end"]) + 2 * lease_s + 1.0) for f in faults]
+
+
+def in_window(t, windows, slack=0.5):
+    return any(a - slack <= t <= b for a, b in windows)
+
+
+def check_false_failovers(timeline, events, faults, lease_s, t_faults_end, violations, figures):
+    """No generation change and no lease lapse in a stretch with no fault.
+    timeline: [(t, shard, state, generation, leader)] (changes only);
+    events: [(t, kind, text)] from the control plane, on the run's clock."""
+    windows = fault_windows(faults, lease_s)
+    last_gen = {}
+    for t, shard, _state, gen, leader in timeline:
+        before = last_gen.get(shard)
+        last_gen[shard] = gen
+        if before is not None and gen != before and t <= t_faults_end and not in_window(t, windows):
+            figures["false_failovers"] += 1
+            violations.append(("false_failover", "%s: generation %s -> %s (leader %s) at %.1f s, in a stretch with no fault"
+                               % (shard, before, gen, leader, t)))
+    for t, kind, text in events:
+        # event times have whole seconds: up to a second early
+        if kind == "lease_lapsed" and t <= t_faults_end and not in_window(t, windows, slack=1.5):
+            figures["false_failovers"] += 1
+            violations.append(("false_lease_lapse", "at %.1f s, in a stretch with no fault: %s" % (t, text)))
+
+
+def availability(timeline, faults, shards):
+    """Per fault: seconds from its end until every shard is Active (None:
+    never within the run)."""
+    out = []
+    for f in faults:
+        end = f.get("actual_end", f["end"])
+        state, later = {}, []
+        for entry in timeline:
+            if entry[0] < end:
+                state[entry[1]] = entry[2]
+            else:
+                later.append(entry)
+        active_at = end if all(state.get(s) == "Active" for s in shards) else None
+        for t, shard, st, _g, _l in later:
+            if active_at is not None:
+                break
+            state[shard] = st
+            if all(state.get(s) == "Active" for s in shards):
+                active_at = t
+        out.append((f["kind"], None if active_at is None else round(active_at - end, 2)))
+    return out
+
+
+def percentile(xs, p):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+
+
+def summary_stats(xs):
+    return {"n": len(xs), "p50": percentile(xs, 50), "p99": percentile(xs, 99),
+            "mean": statistics.mean(xs) if xs else None}

@@ -1,0 +1,118 @@
+"""report.py — the campaign's table, campaign-report.md, a plot of
+availability and throughput over time with the faults marked (gnuplot),
+and the tally line."""
+import collections
+import datetime
+import os
+import shutil
+import subprocess
+
+import check
+
+
+def figures(runs):
+    tot = collections.Counter()
+    kinds = collections.Counter()
+    avail = collections.defaultdict(list)
+    never = collections.Counter()
+    for r in runs:
+        for k, v in r.get("figures", {}).items():
+            tot[k] += v
+        for f in r["schedule"]["faults"]:
+            kinds[f["kind"]] += 1
+        for kind, secs in r.get("availability", []):
+            if secs is None:
+                never[kind] += 1
+            else:
+                avail[kind].append(secs)
+    return tot, kinds, avail, never
+
+
+def fmt(x):
+    return "-" if x is None else "%.1f" % x
+
+
+def table(runs, a, peer="felix"):
+    tot, kinds, avail, never = figures(runs)
+    failed = [r for r in runs if r.get("violations")]
+    lines = [
+        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | false failovers |",
+        "|---|---|---|---|---|---|---|",
+        "| %s | %d | %d | %d | %d / %d | %d / %d | %d |" % (
+            peer, len(runs), len(failed), sum(kinds.values()), tot["acked_quorum"], tot["acked_leader"],
+            tot["lost_quorum"], tot["lost_leader"], tot["false_failovers"]),
+        "",
+        "Availability: seconds from a fault's end until every shard is `Active`.",
+        "",
+        "| fault | count | p50 s | p99 s | max s | not Active by the run's end |",
+        "|---|---|---|---|---|---|",
+    ]
+    for kind in sorted(kinds):
+        xs = avail.get(kind, [])
+        lines.append("| %s | %d | %s | %s | %s | %d |" % (
+            kind, kinds[kind], fmt(check.percentile(xs, 50)), fmt(check.percentile(xs, 99)),
+            fmt(max(xs) if xs else None), never[kind]))
+    return "\n".join(lines)
+
+
+def write(runs, a, path):
+    seeds = [r["seed"] if "seed" in r else r["schedule"]["seed"] for r in runs]
+    head = "# Campaign report\n\n%s; %d runs, seeds %d..%d, %g s each, faults %s\n\n" % (
+        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), len(runs), min(seeds), max(seeds),
+        a.duration, ",".join(a.kinds))
+    body = table(runs, a)
+    fails = []
+    for r in runs:
+        for kind, text in r.get("violations", [])[:5]:
+            fails.append("- seed %d: **%s** %s" % (r["schedule"]["seed"], kind, text))
+    plot = plot_runs(runs, os.path.join(os.path.dirname(path), "campaign-plot.png"))
+    with open(path, "w") as out:
+        out.write(head + body + "\n\n")
+        out.write("## Violations\n\n" + ("\n".join(fails) if fails else "None.") + "\n\n")
+        out.write("## Plot\n\n" + plot + "\n")
+    return body
+
+
+def plot_runs(runs, png):
+    """One panel per run (up to 6): acknowledged records per second, shards
+    Active, faults as shaded spans."""
+    if not shutil.which("gnuplot"):
+        return "No plot: gnuplot is not installed (`make deps` installs gnuplot-nox)."
+    d = os.path.dirname(png)
+    shown = runs[:6]
+    script = ["set terminal png size 1000,%d" % (220 * len(shown)), "set output '%s'" % png,
+              "set multiplot layout %d,1" % len(shown), "set key off", "set y2tics", "set ytics nomirror"]
+    for n, r in enumerate(shown):
+        tp = os.path.join(d, "plot-%d.tp" % n)
+        with open(tp, "w") as f:
+            for t, v in enumerate(r.get("throughput", [])):
+                f.write("%d %d\n" % (t, v))
+        act = os.path.join(d, "plot-%d.act" % n)
+        with open(act, "w") as f:
+            state = {}
+            for t, shard, st, _g, _l in r.get("timeline", []):
+                state[shard] = st
+                f.write("%s %d\n" % (t, sum(1 for s in state.values() if s == "Active")))
+        script.append("unset object")
+        for k, flt in enumerate(r["schedule"]["faults"]):
+            script.append("set object %d rect from %s, graph 0 to %s, graph 1 fc rgb '#ffcccc' fs solid 0.5 noborder behind" % (
+                k + 1, flt.get("actual_start", flt["start"]), flt.get("actual_end", flt["end"])))
+        script.append("set title 'seed %d: records/s (line), shards Active (steps, right axis); faults shaded'" % r["schedule"]["seed"])
+        script.append("plot '%s' using 1:2 with lines, '%s' using 1:2 axes x1y2 with steps" % (tp, act))
+    script.append("unset multiplot")
+    p = subprocess.run(["gnuplot"], input="\n".join(script), text=True, capture_output=True)
+    if p.returncode != 0:
+        return "No plot: gnuplot failed: %s" % p.stderr.strip()[:300]
+    return "![availability and throughput](%s)" % os.path.basename(png)
+
+
+def tally(runs, a, path):
+    tot, kinds, _a, _n = figures(runs)
+    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    seeds = [r["schedule"]["seed"] for r in runs]
+    with open(path, "a") as f:
+        f.write("%s\t%s\t%d\t%d..%d\t%d\t%d\t%d\t%d\t%d\t%s\n" % (
+            datetime.datetime.utcnow().strftime("%Y-%m-%d"), commit, len(runs), min(seeds), max(seeds),
+            sum(1 for r in runs if r.get("violations")), tot["acked_quorum"], tot["lost_quorum"],
+            tot["false_failovers"], sum(kinds.values()), ",".join("%s:%d" % kv for kv in sorted(kinds.items()))))
