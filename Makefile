@@ -132,7 +132,9 @@ mutants:
 # The fault campaign (docs/campaign.md): RUNS seeded runs (default 20) from
 # SEED (default: the clock), DURATION seconds each (default 24), drawing the
 # faults FAULTS (comma-separated; default all). Needs root (namespaces).
-campaign: deps all
+campaign:
+	@sh scripts/deps.sh campaign
+	@$(MAKE) --no-print-directory all
 	@python3 tests/campaign/campaign.py $(if $(RUNS),--runs $(RUNS)) $(if $(SEED),--seed $(SEED)) \
 	  $(if $(DURATION),--duration $(DURATION)) $(if $(FAULTS),--faults $(FAULTS)) $(if $(TALLY),--tally $(TALLY)) \
 	  --build $(BUILD)

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages of DESIGN.md §2 when any is missing; a no-op otherwise.
+# `deps.sh campaign` adds what only `make campaign` needs (gnuplot for its plot).
 set -eu
-PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables gnuplot-nox"
+PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables"
+[ "${1:-}" != campaign ] || PKGS="$PKGS gnuplot-nox"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -7,9 +7,12 @@ set -u
 log=$(mktemp)
 build=${BUILD:-build}
 total_pass=0; total_fail=0; total_skip=0; status=0
+began=$(date +%s)
+# Each suite's header says when it started (seconds into the run), so a slow
+# suite can be found from any CI log.
 run_suite() {
   name=$1; shift
-  echo "== $name"
+  echo "== $name (at $(($(date +%s) - began)) s)"
   "$@" 2>&1 | tee "$log"
   line=$(grep -E "^$name: [0-9]+ passed, [0-9]+ failed" "$log" | tail -1)
   p=$(echo "$line" | sed -n 's/.*: \([0-9]*\) passed.*/\1/p')
@@ -41,5 +44,6 @@ rm -f "$formal_out"
 # Two of the mutants every time (make mutants runs them all): the suites still bite.
 run_suite mutants sh tests/mutants/run.sh identity-never-rotates ack-on-the-offset-alone
 rm -f "$log"
+echo "== done (at $(($(date +%s) - began)) s)"
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

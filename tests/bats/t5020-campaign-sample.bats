@@ -28,6 +28,12 @@ setup() {
   [[ $first == *" isolate "* || $first == *" leader-isolate "* || $first == *" partial "* ]] || fail "no partition: $first"
 }
 
+@test "the checker's rules, each on made-up observations that must fail (or pass) for one reason" {
+  cd "$REPO_ROOT/tests/campaign"
+  run -0 python3 -m unittest test_check
+  [[ $output == *"OK"* ]] || fail "$output"
+}
+
 @test "bad campaign arguments are refused naming the flag and value" {
   run -2 python3 "$REPO_ROOT/tests/campaign/campaign.py" --faults kill,bogus --print-schedule
   [[ $output == *"--faults: unknown kind 'bogus'"* ]] || fail "$output"

@@ -5,6 +5,7 @@ against what was promised. `make campaign` calls it.
 
     campaign.py [--runs N] [--seed S] [--duration SECONDS] [--faults K,K...]
                 [--out DIR] [--keep] [--lease-ms MS] [--tally FILE] [--print-schedule]
+                [--stop-on-failure] [--build DIR]
 
 Run i uses seed S+i; the schedule depends on (seed, duration, faults) alone,
 so `--runs 1 --seed S+i` with the same duration and faults replays it.
@@ -40,6 +41,7 @@ def parse(argv):
     ap.add_argument("--build", default=os.environ.get("FELIX_BUILD", os.path.join(REPO, "build")), help="build directory (default FELIX_BUILD or build)")
     ap.add_argument("--tally", default=None, help="append one line per campaign to this file")
     ap.add_argument("--print-schedule", action="store_true", help="print the schedules and exit (no cluster)")
+    ap.add_argument("--stop-on-failure", action="store_true", help="stop after the first failed run")
     a = ap.parse_args(argv)
     kinds = [k for k in a.faults.split(",") if k]
     bad = [k for k in kinds if k not in schedule.KINDS]
@@ -115,6 +117,8 @@ def main(argv):
         if v:
             print("run %d/%d seed %d: FAILED (%d violations, %.0f s, %s); first: %s: %s\n  replay: %s\n  kept: %s"
                   % (i + 1, a.runs, seed, len(v), took, net, v[0][0], v[0][1], replay_command(a, seed), run_dir), flush=True)
+            if a.stop_on_failure:
+                break
         else:
             print("run %d/%d seed %d: ok (%.0f s, %s): %d quorum and %d leader records acknowledged, %d leader-acked lost"
                   % (i + 1, a.runs, seed, took, net, fig.get("acked_quorum", 0), fig.get("acked_leader", 0), fig.get("lost_leader", 0)), flush=True)
