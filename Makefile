@@ -136,7 +136,7 @@ campaign:
 	@sh scripts/deps.sh campaign
 	@$(MAKE) --no-print-directory all
 	@python3 tests/campaign/campaign.py $(if $(RUNS),--runs $(RUNS)) $(if $(SEED),--seed $(SEED)) \
-	  $(if $(DURATION),--duration $(DURATION)) $(if $(FAULTS),--faults $(FAULTS)) $(if $(TALLY),--tally $(TALLY)) \
+	  $(if $(DURATION),--duration $(DURATION)) $(if $(FAULTS),--faults $(FAULTS)) $(if $(TALLY),--tally $(TALLY)) $(if $(HARSH),--harsh) \
 	  --build $(BUILD)
 
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl

@@ -202,9 +202,11 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation);
  * with the generation the copy's ballot had when it was asked and the sync's
  * status (a failed sync has already failed the broker closed, a deleted
  * directory refused the copy). Under a relaxed fsync mode `then` runs at
- * once with FELIX_OK. A slow disk never stops the loop, which serves every
- * shard (the campaign's regression test in t5010 saw a whole broker stop in
- * an on_commit fence). */
+ * once with FELIX_OK. Used for the syncs of a fence (the records it adopted,
+ * the start record), so that a slow disk under one copy does not stop the
+ * loop, which serves every shard (t5010 saw a whole broker stop in an
+ * on_commit fence). Other syncs still run on the loop: opening a copy, a
+ * drain's final flush. */
 typedef void (*shard_synced_fn)(broker *b, shard *s, uint64_t generation, felix_status st, const char *why);
 void shard_sync_then(broker *b, shard *s, shard_synced_fn then);
 /* Each writes one identity file durably; on failure the copy is failed

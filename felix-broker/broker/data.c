@@ -141,11 +141,16 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
 
 /* ---- fetch ---- */
 
+static bool start_committed(const shard *s);
+
+/* An error reply shows the log start and the HWM only from a leader whose
+ * start record is committed: any other HWM (a follower's, a new leader's
+ * starting one) may be below one a consumer was shown (review of issue 14). */
 static void fetch_reply_status(conn *c, uint32_t corr, uint16_t status, const char *msg, const char *leader, const shard *s) {
   felix_fetch_reply r = {.status = status};
   snprintf(r.message, sizeof r.message, "%s", msg);
   snprintf(r.leader_address, sizeof r.leader_address, "%s", leader ? leader : "");
-  if (s && s->log) {
+  if (s && s->log && s->leading && start_committed(s)) {
     felix_log_stats st;
     felix_log_get_stats(s->log, &st);
     r.log_start = st.start_offset;
@@ -171,7 +176,7 @@ static void fetch_answer(broker *b, conn *c, uint32_t corr, shard *s, const feli
     char msg[160];
     snprintf(msg, sizeof msg, "generation %" PRIu64 " has not committed its start record (offset %" PRIu64 ") yet",
              s->ballot.generation, s->generation_start);
-    fetch_reply_status(c, corr, FELIX_WS_UNAVAILABLE, msg, "", NULL); /* no HWM shown: it may be below an earlier one */
+    fetch_reply_status(c, corr, FELIX_WS_UNAVAILABLE, msg, "", s); /* no HWM shown: it may be below an earlier one */
     return;
   }
   felix_log_stats st;
@@ -267,11 +272,11 @@ static void handle_fetch(broker *b, conn *c, uint32_t corr, const uint8_t *body,
     return fetch_reply_status(c, corr, FELIX_WS_OFFSET_OUT_OF_RANGE, msg, "", s);
   }
   /* Before the start record commits (ms after a fence, once a follower holds
-   * it) every fetch waits for it, at least 1 s, then gets UNAVAILABLE. */
+   * it) a fetch waits for it up to its wait_ms, then gets UNAVAILABLE; one
+   * with wait_ms 0 gets UNAVAILABLE at once. */
   bool ready = start_committed(s);
-  if (b->draining || (ready && (req.offset < s->hwm || req.wait_ms == 0))) return fetch_answer(b, c, corr, s, &req);
+  if (b->draining || req.wait_ms == 0 || (ready && req.offset < s->hwm)) return fetch_answer(b, c, corr, s, &req);
   uint32_t wait_ms = req.wait_ms > 30000 ? 30000 : req.wait_ms;
-  if (!ready && wait_ms < 1000) wait_ms = 1000;
   fetch_wait *w = calloc(1, sizeof *w);
   *w = (fetch_wait){.c = c, .corr = corr, .req = req, .s = s, .b = b, .next = s->waiters};
   s->waiters = w;

@@ -133,6 +133,10 @@ field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
   else
     [ "$(field status "$output")" = 5 ] || fail "not UNAVAILABLE while the start record is uncommitted: $output"
   fi
+  # nor does an error reply show it (review: OFFSET_OUT_OF_RANGE carried the starting HWM)
+  run -0 wire_fetch "$X" 1000000
+  h=$(field hwm "$output")
+  [ "$h" = 0 ] || [ "$h" -ge "$shown" ] || fail "an error reply showed HWM $h below $shown: $output"
   rm -f "$C"/rules.b*
   wait_until 30 shard_is r/0 Active
   run -0 wire_fetch "$X" "$shown"

@@ -5,7 +5,7 @@ against what was promised. `make campaign` calls it.
 
     campaign.py [--runs N] [--seed S] [--duration SECONDS] [--faults K,K...]
                 [--out DIR] [--keep] [--lease-ms MS] [--tally FILE] [--print-schedule]
-                [--stop-on-failure] [--build DIR]
+                [--stop-on-failure] [--harsh] [--build DIR]
 
 Run i uses seed S+i; the schedule depends on (seed, duration, faults) alone,
 so `--runs 1 --seed S+i` with the same duration and faults replays it.
@@ -42,6 +42,7 @@ def parse(argv):
     ap.add_argument("--tally", default=None, help="append one line per campaign to this file")
     ap.add_argument("--print-schedule", action="store_true", help="print the schedules and exit (no cluster)")
     ap.add_argument("--stop-on-failure", action="store_true", help="stop after the first failed run")
+    ap.add_argument("--harsh", action="store_true", help="let two faults that take a copy's identity overlap (shards may then need the checker's abandon)")
     a = ap.parse_args(argv)
     kinds = [k for k in a.faults.split(",") if k]
     bad = [k for k in kinds if k not in schedule.KINDS]
@@ -58,11 +59,12 @@ def parse(argv):
 
 
 def replay_command(a, seed):
-    return "make campaign RUNS=1 SEED=%d DURATION=%g FAULTS=%s" % (seed, a.duration, ",".join(a.kinds))
+    cmd = "make campaign RUNS=1 SEED=%d DURATION=%g FAULTS=%s" % (seed, a.duration, ",".join(a.kinds))
+    return cmd + (" HARSH=1" if a.harsh else "")
 
 
 def one_run(a, i, seed):
-    sch = schedule.generate(seed, a.duration, a.kinds)
+    sch = schedule.generate(seed, a.duration, a.kinds, harsh=a.harsh)
     print(schedule.text(sch), flush=True)
     run_dir = os.path.join(a.out, "run-%d" % seed)
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -97,7 +99,7 @@ def main(argv):
     a = parse(argv)
     if a.print_schedule:
         for i in range(a.runs):
-            print(schedule.text(schedule.generate(a.seed + i, a.duration, a.kinds)))
+            print(schedule.text(schedule.generate(a.seed + i, a.duration, a.kinds, harsh=a.harsh)))
         return 0
     if os.geteuid() != 0:
         print("campaign.py: network namespaces need root", file=sys.stderr)

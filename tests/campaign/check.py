@@ -22,11 +22,14 @@ def acked_records(producers):
     return out
 
 
-def check_acked(acked, final, acks_of, windows, violations, figures):
+def check_acked(acked, final, acks_of, windows, violations, figures, abandoned=None):
     """Every acknowledged record is readable at its offset with its content.
-    `quorum`: always. `leader`: DESIGN.md §4.2 admits losing what a leader
-    acknowledged alone before it lost power or was cut off, so a lost one
-    must have been acknowledged during a fault (or its settling time)."""
+    `quorum`: always, but for a shard the checker abandoned (no trustworthy
+    majority was left), where the loss must not exceed the abandon's stated
+    risk. `leader`: DESIGN.md §4.2 admits losing what a leader acknowledged
+    alone before it lost power or was cut off, so a lost one must have been
+    acknowledged during a fault (or its settling time)."""
+    abandoned = abandoned or {}
     for key, recs in sorted(acked.items()):
         stream, shard = key
         got = final.get(key)
@@ -36,6 +39,16 @@ def check_acked(acked, final, acks_of, windows, violations, figures):
             violations.append(("unreadable", "%s/%d could not be read after the final heal" % key))
             continue
         lost = [(o, c, t) for o, (c, t) in sorted(recs.items()) if got.get(o) != c]
+        ab = abandoned.get("%s/%d" % key)  # its loss is the operator's, counted apart
+        if ab is not None:
+            ab["lost_acked"] = len(lost)
+            figures["abandoned_risk"] = figures.get("abandoned_risk", 0) + (ab["stated_risk"] or 0)
+            figures["abandoned_lost"] = figures.get("abandoned_lost", 0) + len(lost)
+            if len(lost) > (ab["stated_risk"] or 0):
+                o, c, t = lost[0]
+                violations.append(("abandon_risk_understated", "%s/%d: the abandon stated %s records at risk; %d acknowledged records were lost, first at offset %d"
+                                   % (stream, shard, ab["stated_risk"], len(lost), o)))
+            continue
         figures["lost_" + policy] += len(lost)
         if policy == "leader":
             lost = [x for x in lost if not in_window(x[2], windows)]
@@ -57,12 +70,15 @@ def check_unique(final, violations):
             where[c] = o
 
 
-def check_consumers(consumers, final, violations):
+def check_consumers(consumers, final, violations, abandoned=()):
     """No offset served with two contents, no HWM stepping back, and every
     record a consumer was served is still there (reads below the HWM are
-    never wrong)."""
+    never wrong). A shard the checker abandoned is exempt: the abandon
+    gives up records consumers may have seen, and says so."""
     for c in consumers:
         key = (c.stream, c.shard)
+        if "%s/%d" % key in abandoned:
+            continue
         for t, kind, text in c.events:
             violations.append((kind, "%s/%d at %.1f s: %s" % (key + (t, text))))
         got = final.get(key) or {}

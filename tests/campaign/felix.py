@@ -113,11 +113,17 @@ class Felix:
                           "--http", a + ":9100", "--control-plane", self.cp_url,
                           "--token-file", self.cp_db + ".broker-token"], env)
 
-    def wait(self, what, cond, seconds):
+    def wait(self, what, cond, seconds, hold=0.0):
+        """Waits until cond() is true (for `hold` seconds in a row)."""
         end = time.monotonic() + seconds
+        since = None
         while time.monotonic() < end:
             if cond():
-                return True
+                since = since or time.monotonic()
+                if time.monotonic() - since >= hold:
+                    return True
+            else:
+                since = None
             time.sleep(0.2)
         self.log("timed out after %d s waiting for %s" % (seconds, what))
         return False

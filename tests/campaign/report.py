@@ -36,11 +36,12 @@ def table(runs, a, peer="felix"):
     tot, kinds, avail, never = figures(runs)
     failed = [r for r in runs if r.get("violations")]
     lines = [
-        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | false failovers |",
-        "|---|---|---|---|---|---|---|",
-        "| %s | %d | %d | %d | %d / %d | %d / %d | %d |" % (
+        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | false failovers | abandons: stated risk / acknowledged lost |",
+        "|---|---|---|---|---|---|---|---|",
+        "| %s | %d | %d | %d | %d / %d | %d / %d | %d | %d: %d / %d |" % (
             peer, len(runs), len(failed), sum(kinds.values()), tot["acked_quorum"], tot["acked_leader"],
-            tot["lost_quorum"], tot["lost_leader"], tot["false_failovers"]),
+            tot["lost_quorum"], tot["lost_leader"], tot["false_failovers"], sum(len(r.get("abandons", [])) for r in runs),
+            tot["abandoned_risk"], tot["abandoned_lost"]),
         "",
         "Availability: seconds from a fault's end until every shard is `Active`.",
         "",
@@ -65,10 +66,13 @@ def write(runs, a, path):
     for r in runs:
         for kind, text in r.get("violations", [])[:5]:
             fails.append("- seed %d: **%s** %s" % (r["schedule"]["seed"], kind, text))
+    ncr = ["- seed %d, %.1f s: %s: %s" % (r["schedule"]["seed"], t, shard, detail)
+           for r in runs for t, shard, detail in r.get("no_caught_up_replica", [])]
     plot = plot_runs(runs, os.path.join(os.path.dirname(path), "campaign-plot.png"))
     with open(path, "w") as out:
         out.write(head + body + "\n\n")
         out.write("## Violations\n\n" + ("\n".join(fails) if fails else "None.") + "\n\n")
+        out.write("## Every NoCaughtUpReplica, with the control plane's cause\n\n" + ("\n".join(ncr) if ncr else "None.") + "\n\n")
         out.write("## Plot\n\n" + plot + "\n")
     return body
 

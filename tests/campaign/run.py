@@ -28,7 +28,7 @@ class Monitor(threading.Thread):
     def __init__(self, felix, t0):
         super().__init__(daemon=True)
         self.f, self.t0, self.stop = felix, t0, threading.Event()
-        self.timeline, self.last, self.events, self.event_ids = [], {}, [], set()
+        self.timeline, self.last, self.events, self.event_ids, self.stuck = [], {}, [], set(), []
         self.wall0 = time.time() - (time.monotonic() - t0)
 
     def poll_shards(self):
@@ -40,6 +40,8 @@ class Monitor(threading.Thread):
             if self.last.get(key) != v:
                 self.last[key] = v
                 self.timeline.append((round(now, 2), key) + v)
+                if x["state"] == "NoCaughtUpReplica":  # listed with its cause
+                    self.stuck.append((round(now, 2), key, x.get("detail", "")))
 
     def poll_events(self):
         for e in self.f.api.get("/v1/events?limit=200", timeout=1) or []:
@@ -72,16 +74,52 @@ def broken_invariants(run_dir):
     return hits
 
 
-def settle(felix, brokers, log):
-    """After the final heal: every broker alive and every shard Active, or
-    the shards that are not (with the control plane's detail)."""
+def settle(felix, brokers, lease_s, log):
+    """After the final heal: every broker alive and every shard Active for
+    two leases in a row (a fault's last effects come up to a lease after
+    it: a shard still Active at the heal may fail over after it), or the
+    shards that are not (with the control plane's detail)."""
     felix.wait("every broker alive", lambda: felix.alive() == len(brokers), 60)
-    felix.wait("every shard Active", felix.all_active, 60)
+    felix.wait("every shard Active for two leases", felix.all_active, 60, hold=2 * lease_s)
     stuck = []
     for x in felix.shards() or []:
         if x["state"] != "Active":
             stuck.append({"shard": "%s/%d" % (x["stream"], x["shard"]), "state": x["state"], "detail": x.get("detail", "")})
+    log("settled: %s" % (", ".join("%s %s" % (x["shard"], x["state"]) for x in stuck) or "every shard Active"))
     return stuck
+
+
+def abandon_if_agreed(felix, stuck, log):
+    """For each shard left at NoCaughtUpReplica: when fewer than a majority
+    of its copies are trusted (alive, not strangers), no fence can complete
+    without an operator, and the checker agrees: it abandons as an operator
+    would (a dry run, then the act with its expectations) and records the
+    stated risk, to be compared with the loss it caused. Otherwise the shard
+    stays stuck: a violation."""
+    done = []
+    for x in stuck:
+        if x["state"] != "NoCaughtUpReplica":
+            continue
+        stream, n = x["shard"].split("/")
+        d = felix.api.get("/v1/shards/%s/%s" % (stream, n)) or {}
+        reps = d.get("replicas", [])
+        trusted = [r["broker"] for r in reps if r.get("alive") and not r.get("stranger")]
+        if len(trusted) >= len(reps) // 2 + 1:
+            log("no abandon of %s: %d of %d copies are trusted (%s)" % (x["shard"], len(trusted), len(reps), trusted))
+            continue
+        path = "/v1/shards/%s/%s/abandon" % (stream, n)
+        dry = felix.api.request("POST", path, {"dry_run": True}, timeout=10) or {}
+        if "http_status" in dry or "chosen" not in dry:
+            log("abandon of %s: dry run refused: %s" % (x["shard"], dry))
+            continue
+        act = felix.api.request("POST", path, {"expect_generation": dry["generation"], "expect_copy": dry["chosen"]["expect_copy"],
+                                               "expect_digest": dry["digest"]}, timeout=10) or {}
+        log("abandon of %s (trusted copies %s): stated risk %s of max HWM %s, chosen %s: %s" % (
+            x["shard"], trusted, dry.get("records_at_risk"), dry.get("max_hwm"), dry["chosen"].get("broker"), act))
+        if "http_status" not in act:
+            done.append({"shard": x["shard"], "stated_risk": dry.get("records_at_risk"), "max_hwm": dry.get("max_hwm"),
+                         "chosen": dry["chosen"].get("broker"), "trusted": trusted})
+    return done
 
 
 def final_reads(felix, streams):
@@ -144,7 +182,10 @@ def play(felix, sch, spec, log, result):
     log("final heal at %.1f s" % (time.monotonic() - t0))
     inj.final_heal()
     result["violations"] += [("harness", e) for e in inj.errors]
-    result["stuck"] = settle(felix, sch["brokers"], log)
+    result["stuck"] = settle(felix, sch["brokers"], spec["lease_ms"] / 1000.0, log)
+    result["abandons"] = abandon_if_agreed(felix, result["stuck"], log)
+    if result["abandons"]:
+        result["stuck"] = settle(felix, sch["brokers"], spec["lease_ms"] / 1000.0, log)
     hwms = {(x["stream"], x["shard"]): x["hwm"] for x in felix.shards() or []}
     for c in cons:
         c.join(10)
@@ -162,9 +203,10 @@ def judge(sch, spec, prods, cons, mon, final, t_end, result):
     acks_of = {s["name"]: s["acks"] for s in sch["streams"]}
     acked = check.acked_records(prods)
     lease_s = spec["lease_ms"] / 1000.0
-    check.check_acked(acked, final, acks_of, check.fault_windows(sch["faults"], lease_s), v, fig)
+    abandoned = {a["shard"]: a for a in result.get("abandons", [])}
+    check.check_acked(acked, final, acks_of, check.fault_windows(sch["faults"], lease_s), v, fig, abandoned)
     check.check_unique({k: r for k, r in final.items() if r is not None}, v)
-    check.check_consumers(cons, final, v)
+    check.check_consumers(cons, final, v, abandoned)
     # the harness itself: a run whose traffic never flowed proves nothing
     for p in prods:
         if not any(e[2] == "ok" for e in p.log):
@@ -180,6 +222,7 @@ def judge(sch, spec, prods, cons, mon, final, t_end, result):
     result["figures"] = fig
     result["throughput"] = throughput(prods, t_end)
     result["timeline"] = mon.timeline
+    result["no_caught_up_replica"] = mon.stuck
     result["events"] = mon.events
     result["publishes"] = {"%s/%d" % (p.stream, p.shard): dict(collections.Counter(e[2] for e in p.log)) for p in prods}
 

@@ -31,8 +31,12 @@ KINDS = {
     "cpcut": ("the control plane cut off from every broker", 1, 5, 1),
     "drain": ("SIGTERM {t} (a drain); started again at the end", 1, 4, 1),
 }
-# faults that can take a copy's identity (a new storage id): never two at once
-IDENTITY = {"powercut", "wipe"}
+# faults that can take a copy's identity (a new storage id: a power cut, a
+# wiped directory, a broker that failed closed on a disk error): never two at
+# once, or two copies of a shard may be strangers with no Active leader left
+# to measure them, which waits for an operator's abandon (the checker does
+# one when it agrees no trustworthy majority is left: run.py)
+IDENTITY = {"powercut", "wipe", "syncerr", "fulldisk"}
 CP_KINDS = {"cpkill", "cppause", "cpcut"}
 DEFAULT_KINDS = sorted(KINDS)
 # what make check samples: kill, power cut, pause and a partition
@@ -79,7 +83,7 @@ def pick_kind(rng, kinds):
     return rng.choices(kinds, [KINDS[k][3] for k in kinds])[0]
 
 
-def generate(seed, duration, kinds, warmup=4.0, heal=(6.0, 10.0)):
+def generate(seed, duration, kinds, warmup=4.0, heal=(6.0, 10.0), harsh=False):
     """A list of faults {start, end, kind, target, param} over [0, duration):
     one fault at a time, sometimes a second one overlapping it, each followed
     by a clean healing period (so stretches with no fault exist, where a
@@ -94,7 +98,7 @@ def generate(seed, duration, kinds, warmup=4.0, heal=(6.0, 10.0)):
         d = round(rng.uniform(lo, hi), 1)
         target, param = pick_target(rng, kind, brokers, shards)
         faults.append({"start": round(t, 1), "end": round(t + d, 1), "kind": kind, "target": target, "param": param})
-        second = [k for k in kinds if not (k in IDENTITY and kind in IDENTITY) and not (k in CP_KINDS and kind in CP_KINDS)]
+        second = [k for k in kinds if (harsh or not (k in IDENTITY and kind in IDENTITY)) and not (k in CP_KINDS and kind in CP_KINDS)]
         if rng.random() < 0.25 and second:  # a second fault overlapping the first
             k2 = pick_kind(rng, second)
             lo2, hi2 = KINDS[k2][1:3]
@@ -102,7 +106,7 @@ def generate(seed, duration, kinds, warmup=4.0, heal=(6.0, 10.0)):
             t2, p2 = pick_target(rng, k2, brokers, shards)
             faults.append({"start": s2, "end": round(s2 + rng.uniform(lo2, hi2), 1), "kind": k2, "target": t2, "param": p2})
         t = max(f["end"] for f in faults) + rng.uniform(*heal)
-    return {"seed": seed, "duration": duration, "brokers": brokers, "streams": streams, "faults": faults}
+    return {"seed": seed, "duration": duration, "brokers": brokers, "streams": streams, "faults": faults, "harsh": harsh}
 
 
 def describe(f):
@@ -115,8 +119,8 @@ def target_text(t):
 
 
 def text(s):
-    lines = ["seed %d: %d brokers; streams %s; %d s" % (
-        s["seed"], len(s["brokers"]),
+    lines = ["seed %d%s: %d brokers; streams %s; %d s" % (
+        s["seed"], " (harsh)" if s.get("harsh") else "", len(s["brokers"]),
         ", ".join("%s (%d shards, R=%d, acks=%s)" % (x["name"], x["shards"], x["replicas"], x["acks"]) for x in s["streams"]),
         s["duration"])]
     lines += ["  " + describe(f) for f in s["faults"]] or ["  (no fault)"]

@@ -57,6 +57,21 @@ class Acked(unittest.TestCase):
         v, _ = self.run_check("leader", 30.0, {5: "a"})
         self.assertEqual(v[0][0], "leader_ack_lost_outside_faults")
 
+    def test_abandoned_loss_within_the_stated_risk(self):
+        p = P("s", 0, [(3.0, 3.0, "ok", 5, ["a", "b"], "x")])
+        v, fig = [], figures()
+        ab = {"s/0": {"stated_risk": 2}}
+        check.check_acked(check.acked_records([p]), {("s", 0): {}}, {"s": "quorum"}, WINDOWS, v, fig, ab)
+        self.assertEqual(v, [])
+        self.assertEqual((fig["lost_quorum"], fig["abandoned_lost"], ab["s/0"]["lost_acked"]), (0, 2, 2))
+
+    def test_abandoned_loss_above_the_stated_risk(self):
+        p = P("s", 0, [(3.0, 3.0, "ok", 5, ["a", "b"], "x")])
+        v, fig = [], figures()
+        check.check_acked(check.acked_records([p]), {("s", 0): {5: "a"}}, {"s": "quorum"}, WINDOWS, v, fig,
+                          {"s/0": {"stated_risk": 0}})
+        self.assertEqual(v[0][0], "abandon_risk_understated")
+
     def test_unreadable_shard(self):
         v, _ = self.run_check("quorum", 3.0, None)
         self.assertEqual(v[0][0], "unreadable")
