@@ -26,11 +26,11 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 .PHONY: all release deps check unit bats fuzz fuzz-smoke formal mutants bench campaign install clean run
 
-FAULTS   = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
+FAULT_TOOLS = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
 
 # Builds for the tests keep assert() on (the invariants, as SQLite does);
 # `make release` and `make install` build with -DNDEBUG under build/release.
-all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felix-broker-san $(BUILD)/felixctl $(FAULTS)
+all: $(BUILD)/felix-inspect $(BUILD)/tools/felix-mkdata $(BUILD)/felix-broker $(BUILD)/felix-broker-san $(BUILD)/felixctl $(FAULT_TOOLS)
 
 release:
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/release CFLAGS="$(CFLAGS) -DNDEBUG" \

@@ -8,18 +8,18 @@
 load helpers
 
 FAULTS=kill,powercut,pause,isolate,leader-isolate,partial
-SEED=42
+SEED=18
 
 setup() {
   [ "$(id -u)" -eq 0 ] || skip "network namespaces need root (CI runs as root)"
 }
 
 @test "the campaign's schedule is the seed's: the same seed prints the same schedule, another seed another" {
-  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS"
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 16 --faults "$FAULTS"
   first=$output
-  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS"
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed "$SEED" --duration 16 --faults "$FAULTS"
   [ "$output" = "$first" ] || fail "seed $SEED printed two schedules"
-  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed $((SEED + 1)) --duration 20 --faults "$FAULTS"
+  run -0 python3 "$REPO_ROOT/tests/campaign/campaign.py" --print-schedule --runs 3 --seed $((SEED + 1)) --duration 16 --faults "$FAULTS"
   [ "$output" != "$first" ] || fail "seeds $SEED and $((SEED + 1)) printed one schedule"
   # the sample below must cover kill, a power cut, a pause and a partition
   for kind in kill powercut pause; do
@@ -45,7 +45,7 @@ setup() {
 
 @test "three seeded campaign runs (kill, power cut, pause, partitions) keep every acknowledged record and fail over only under a fault" {
   out=$BATS_TEST_TMPDIR/campaign
-  run python3 "$REPO_ROOT/tests/campaign/campaign.py" --runs 3 --seed "$SEED" --duration 20 --faults "$FAULTS" \
+  run python3 "$REPO_ROOT/tests/campaign/campaign.py" --runs 3 --seed "$SEED" --duration 16 --faults "$FAULTS" \
     --out "$out" --build "$FELIX_BUILD"
   echo "$output"
   [ "$status" -eq 0 ] || fail "the campaign failed (exit $status); the failed runs are kept under $out"

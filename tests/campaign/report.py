@@ -85,7 +85,7 @@ def plot_runs(runs, png):
     d = os.path.dirname(png)
     shown = runs[:6]
     script = ["set terminal png size 1000,%d" % (220 * len(shown)), "set output '%s'" % png,
-              "set multiplot layout %d,1" % len(shown), "set key off", "set y2tics", "set ytics nomirror"]
+              "set multiplot layout %d,1" % len(shown), "set key off", "set y2tics", "set ytics nomirror", "set y2range [0:5]", "set yrange [0:*]"]
     for n, r in enumerate(shown):
         tp = os.path.join(d, "plot-%d.tp" % n)
         with open(tp, "w") as f:
