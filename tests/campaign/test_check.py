@@ -72,6 +72,14 @@ class Acked(unittest.TestCase):
                           {"s/0": {"stated_risk": 0}})
         self.assertEqual(v[0][0], "abandon_risk_understated")
 
+    def test_abandoned_leader_shard_loss_in_a_fault_is_not_the_abandons(self):
+        p = P("s", 0, [(12.0, 12.0, "ok", 5, ["a"], "x"), (30.0, 30.0, "ok", 6, ["b"], "x")])
+        v, fig = [], figures()
+        ab = {"s/0": {"stated_risk": 0}}
+        check.check_acked(check.acked_records([p]), {("s", 0): {6: "b"}}, {"s": "leader"}, WINDOWS, v, fig, ab)
+        self.assertEqual(v, [])
+        self.assertEqual((fig["lost_leader"], ab["s/0"]["lost_acked"]), (1, 0))
+
     def test_unreadable_shard(self):
         v, _ = self.run_check("quorum", 3.0, None)
         self.assertEqual(v[0][0], "unreadable")
