@@ -141,7 +141,12 @@ static void handle_publish(broker *b, conn *c, uint32_t corr, const uint8_t *bod
 
 /* ---- fetch ---- */
 
-static bool start_committed(const shard *s);
+/* A leader answers reads once its generation's start record is committed.
+ * Before, its HWM is the control plane's maximum (rule 3), which may be below
+ * what its predecessor showed: a consumer would see the HWM step back. Once
+ * it is committed, the HWM is above everything the fence adopted, and so
+ * above every HWM any earlier leader showed. */
+static bool start_committed(const shard *s) { return s->hwm > s->generation_start; }
 
 /* An error reply shows the log start and the HWM only from a leader whose
  * start record is committed: any other HWM (a follower's, a new leader's
@@ -161,13 +166,6 @@ static void fetch_reply_status(conn *c, uint32_t corr, uint16_t status, const ch
   felix_wire_fetch_reply_end(&out, start, count_at, 0);
   conn_reply(c, &out);
 }
-
-/* A leader answers reads once its generation's start record is committed.
- * Before, its HWM is the control plane's maximum (rule 3), which may be below
- * what its predecessor showed: a consumer would see the HWM step back. Once
- * it is committed, the HWM is above everything the fence adopted, and so
- * above every HWM any earlier leader showed. */
-static bool start_committed(const shard *s) { return s->hwm > s->generation_start; }
 
 /* Answers with committed records from req->offset (markers skipped). */
 static void fetch_answer(broker *b, conn *c, uint32_t corr, shard *s, const felix_fetch_req *req) {

@@ -192,27 +192,30 @@ static void sync_run(uv_work_t *w) {
   x->st = felix_log_sync(x->s->log, &x->err);
 }
 
+/* What a finished sync means for the copy, then the caller's next step. */
+static void sync_settle(broker *b, shard *s, uint64_t generation, felix_status st, const felix_err *err,
+                        shard_synced_fn then) {
+  if (st == FELIX_E_SYNC) broker_fail_closed(b, err->msg);
+  if (st == FELIX_E_GONE) shard_refuse(b, s, err->msg);
+  then(b, s, generation, st, err->msg);
+}
+
 static void sync_done(uv_work_t *w, int status) {
   sync_work *x = w->data;
   broker *b = x->b;
   (void)status;
   x->s->pending_held--;
-  if (x->st == FELIX_E_SYNC) broker_fail_closed(b, x->err.msg);
-  if (x->st == FELIX_E_GONE) shard_refuse(b, x->s, x->err.msg);
-  x->then(b, x->s, x->generation, x->st, x->err.msg);
+  sync_settle(b, x->s, x->generation, x->st, &x->err, x->then);
   free(x);
   broker_drain_continue(b);
 }
 
 void shard_sync_then(broker *b, shard *s, shard_synced_fn then) {
-  sync_work *x = felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? NULL : calloc(1, sizeof *x);
-  if (!x) {
-    /* held once written; or out of memory, where the sync runs here */
+  bool relaxed = felix_fsync_mode_relaxed(felix_log_mode(s->log));
+  sync_work *x = relaxed ? NULL : calloc(1, sizeof *x);
+  if (!x) { /* held once written; or out of memory, where the sync runs here */
     felix_err err = {0};
-    felix_status st = felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? FELIX_OK : felix_log_sync(s->log, &err);
-    if (st == FELIX_E_SYNC) broker_fail_closed(b, err.msg);
-    if (st == FELIX_E_GONE) shard_refuse(b, s, err.msg);
-    then(b, s, s->ballot.generation, st, err.msg);
+    sync_settle(b, s, s->ballot.generation, relaxed ? FELIX_OK : felix_log_sync(s->log, &err), &err, then);
     return;
   }
   *x = (sync_work){.b = b, .s = s, .generation = s->ballot.generation, .then = then};
@@ -243,7 +246,6 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
   s->gens.items[s->gens.count++] = (felix_generation){generation, st.end_offset};
   char g[32];
   felix_err err;
-  uint64_t offset;
   if (shard_write_generations(b, s)) {
     s->gens.count--; /* memory as on disk; the copy is refused */
     return;
@@ -256,8 +258,7 @@ void shard_become_leader(broker *b, shard *s, uint64_t generation) {
     shard_refuse(b, s, err.msg); /* a failed write of the log itself has failed the broker closed already */
     return;
   }
-  offset = a.first_offset;
-  s->generation_start = offset;
+  s->generation_start = a.first_offset;
   s->leading = true;
   s->fencing = false;
   s->led_generation = generation;
