@@ -541,6 +541,7 @@ whole_rack_cut() {
   for n in 1 2 3; do power_cut "$n"; done
   if [ "${1:-}" = cp ]; then
     cp_power_cut
+    CP_LINES=$(wc -l <"$C/cp.log") # the first start may have logged its lease already
     cp_start
     # synchronous=FULL: every committed control-plane transaction survives the
     # cut (the stream, the placement, the generation): this is a restart
@@ -623,7 +624,7 @@ abandon_loses_what_was_stated() {
   wait_until 30 bash -c "'$CTL' -o json shard describe r/0 | grep -q '\"waiting_for_inventories\": *true'"
   run "$CTL" consume r --shard 0 --count 1
   [ "$status" -eq 1 ] && [[ $output != *'"offset"'* ]] || fail "consume exited $status (1 expected, no record): $output"
-  wait_until 30 grep -q "a lease has passed since the start" "$C/cp.log"
+  wait_until 30 log_since "$((CP_LINES + 1))" "$C/cp.log" "a lease has passed since the start"
   abandon_loses_what_was_stated waiting
 }
 
