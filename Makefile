@@ -26,6 +26,7 @@ UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
 .PHONY: all release deps check unit bats fuzz fuzz-smoke formal mutants bench campaign install clean run
 
+CAMPAIGN_TOOLS = $(BUILD)/tools/nats-client $(BUILD)/tools/delayer
 FAULT_TOOLS = $(BUILD)/faults/libfelix_faults.so $(BUILD)/faults/powercut $(BUILD)/faults/writer
 
 # Builds for the tests keep assert() on (the invariants, as SQLite does);
@@ -108,7 +109,7 @@ $(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h tests/unit/cp_fixture3.h $
 unit: $(UNIT_BIN)
 	@sh tests/run-unit.sh $(UNIT_BIN)
 
-bats: all
+bats: all $(CAMPAIGN_TOOLS)
 	@sh tests/run-bats.sh
 
 fuzz-smoke:
@@ -121,7 +122,7 @@ formal:
 	@bash docs/formal/run.sh
 
 check: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN)
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(CAMPAIGN_TOOLS)
 	@BUILD=$(BUILD) sh tests/run-all.sh
 
 # Every one-line mutation of tests/mutants/mutants.tsv must be caught (about
@@ -132,12 +133,23 @@ mutants:
 # The fault campaign (docs/campaign.md): RUNS seeded runs (default 20) from
 # SEED (default: the clock), DURATION seconds each (default 24), drawing the
 # faults FAULTS (comma-separated; default all). Needs root (namespaces).
+# PEER=nats plays the same schedules against NATS JetStream.
 campaign:
 	@sh scripts/deps.sh campaign
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(CAMPAIGN_TOOLS)
 	@python3 tests/campaign/campaign.py $(if $(RUNS),--runs $(RUNS)) $(if $(SEED),--seed $(SEED)) \
 	  $(if $(DURATION),--duration $(DURATION)) $(if $(FAULTS),--faults $(FAULTS)) $(if $(TALLY),--tally $(TALLY)) $(if $(HARSH),--harsh) \
-	  --build $(BUILD)
+	  $(if $(PEER),--peer $(PEER)) --build $(BUILD)
+
+# The campaign's NATS client (PEER=nats), on Debian's libnats-dev.
+$(BUILD)/tools/nats-client: tests/campaign/nats-client.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $< $$(pkg-config --cflags --libs libnats) -o $@
+
+# The campaign's packet delayer (no tc netem here), on libnetfilter-queue.
+$(BUILD)/tools/delayer: tests/campaign/delayer.c
+	@mkdir -p $(@D)
+	$(CC) $(WARN) $(CFLAGS) $< $$(pkg-config --cflags --libs libnetfilter_queue) -o $@
 
 bench: $(BUILD)/bench/log_bench $(BUILD)/bench/broker_bench $(BUILD)/felix-broker $(BUILD)/felixctl
 	$(BUILD)/bench/log_bench

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # t5000 — the campaign's network (tests/campaign/net.sh, issue 14): nodes in
 # network namespaces joined by a bridge, real partitions (nftables drop rules)
-# and degradation (tc netem); everything a test makes is removed by its id.
+# and degradation (nftables loss, tc tbf, the NFQUEUE delayer); everything a test makes is removed by its id.
 
 load helpers
 
@@ -124,6 +124,60 @@ c = socket.create_connection((sys.argv[1], 7002), timeout=15); c.sendall(b"x" * 
   net_clear "$ID" b2
   run -0 net_exec "$ID" b2 tc qdisc show dev eth0
   [[ $output != *tbf* ]] || fail "$output"
+}
+
+# udp_rtt FROM TO — the shortest and longest of 5 round trips to TO's echo
+# server on port 7003, in ms ("MIN MAX")
+udp_rtt() {
+  net_exec "$ID" "$1" python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); t = []
+for i in range(5):
+    t0 = time.monotonic(); s.sendto(b"x", (sys.argv[1], 7003)); s.recvfrom(8); t.append(time.monotonic() - t0)
+print("%d %d" % (min(t) * 1000, max(t) * 1000))' "$(net_addr "$ID" "$2")"
+}
+
+@test "net_delay holds what a node receives MS ± JITTER late and reorders it; net_clear lets it through at once; bad values are refused" {
+  net_up "$ID" b1 b2
+  [ -x "$FELIX_BUILD/tools/delayer" ] || fail "no $FELIX_BUILD/tools/delayer (make check builds it)"
+  export NET_DELAYER=$FELIX_BUILD/tools/delayer
+  net_exec "$ID" b2 timeout 60 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 7003))
+while True:
+    d, a = s.recvfrom(64); s.sendto(d, a)' "$(net_addr "$ID" b2)" &
+  local echo=$!
+  wait_until 5 udp_rtt b1 b2
+  net_delay "$ID" b2 100 0 0 7 || fail "net_delay failed"
+  read -r lo hi < <(udp_rtt b1 b2)
+  [ "$lo" -ge 100 ] || fail "a round trip through a 100 ms delay took $lo ms"
+  net_clear "$ID" b2
+  read -r lo hi < <(udp_rtt b1 b2)
+  [ "$hi" -lt 100 ] || fail "still delayed after net_clear: $hi ms"
+  run -0 net_exec "$ID" b2 iptables -S INPUT
+  [[ $output != *NFQUEUE* ]] || fail "the rule is left: $output"
+  [ ! -e "$NET_DIR/fx$ID.nodes.b2.delayer" ] || fail "the delayer's pid file is left"
+  # jitter beyond the gap between packets reorders them; none is lost
+  net_delay "$ID" b2 50 40 0 7 || fail "net_delay failed"
+  net_exec "$ID" b2 timeout 20 python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 7004)); open(sys.argv[2], "w").close()
+s.settimeout(3); got = []
+try:
+    while len(got) < 200: got.append(int(s.recvfrom(16)[0]))
+except socket.timeout:
+    pass
+print(len(got), sum(1 for i in range(1, len(got)) if got[i] < got[i - 1]))' "$(net_addr "$ID" b2)" "$BATS_TEST_TMPDIR/ready4" >"$BATS_TEST_TMPDIR/order" &
+  local rcv=$!
+  wait_until 5 test -e "$BATS_TEST_TMPDIR/ready4"
+  net_exec "$ID" b1 python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(200): s.sendto(str(i).encode(), (sys.argv[1], 7004)); time.sleep(0.002)' "$(net_addr "$ID" b2)"
+  wait "$rcv"
+  read -r n out_of_order <"$BATS_TEST_TMPDIR/order"
+  [ "$n" -eq 200 ] || fail "$n of 200 datagrams arrived"
+  [ "$out_of_order" -gt 0 ] || fail "200 datagrams 2 ms apart under 50 ± 40 ms arrived in order"
+  run net_delay "$ID" b2 10 20 0
+  [ "$status" -ne 0 ] && [[ $output == *"JITTER_MS 20 is more than DELAY_MS 10"* ]] || fail "exit $status: $output"
+  kill "$echo" 2>/dev/null
+  wait "$echo" || true
 }
 
 @test "net_up refuses a bad run id before making anything" {

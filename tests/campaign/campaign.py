@@ -5,10 +5,11 @@ against what was promised. `make campaign` calls it.
 
     campaign.py [--runs N] [--seed S] [--duration SECONDS] [--faults K,K...]
                 [--out DIR] [--keep] [--lease-ms MS] [--tally FILE] [--print-schedule]
-                [--stop-on-failure] [--harsh] [--build DIR]
+                [--stop-on-failure] [--harsh] [--peer felix|nats] [--build DIR]
 
 Run i uses seed S+i; the schedule depends on (seed, duration, faults) alone,
 so `--runs 1 --seed S+i` with the same duration and faults replays it.
+`--peer nats` plays the same schedules against NATS JetStream (natspeer.py).
 Exit 0: every run passed every check; 1: a violation (the first one of each
 failed run is printed, with its seed, schedule and replay command; its
 directory is kept); 2: bad arguments.
@@ -43,6 +44,7 @@ def parse(argv):
     ap.add_argument("--print-schedule", action="store_true", help="print the schedules and exit (no cluster)")
     ap.add_argument("--stop-on-failure", action="store_true", help="stop after the first failed run")
     ap.add_argument("--harsh", action="store_true", help="let two faults that take a copy's identity overlap (shards may then need the checker's abandon)")
+    ap.add_argument("--peer", choices=["felix", "nats"], default="felix", help="the system under test (default felix; nats: NATS JetStream, the same schedules)")
     a = ap.parse_args(argv)
     kinds = [k for k in a.faults.split(",") if k]
     bad = [k for k in kinds if k not in schedule.KINDS]
@@ -60,7 +62,7 @@ def parse(argv):
 
 def replay_command(a, seed):
     cmd = "make campaign RUNS=1 SEED=%d DURATION=%g FAULTS=%s" % (seed, a.duration, ",".join(a.kinds))
-    return cmd + (" HARSH=1" if a.harsh else "")
+    return cmd + (" HARSH=1" if a.harsh else "") + (" PEER=nats" if a.peer == "nats" else "")
 
 
 def one_run(a, i, seed):
@@ -77,7 +79,7 @@ def one_run(a, i, seed):
             return sch, run_dir, {"violations": [["harness", "net_up failed"]], "net_id": net_id}, 0
         addrs = dict(line.split() for line in open(os.path.join(run_dir, "fx%s.nodes" % net_id)))
         spec = {"schedule": sch, "run_dir": run_dir, "net_id": net_id, "net_dir": run_dir, "nodes": addrs,
-                "lease_ms": a.lease_ms, "build": os.path.abspath(a.build)}
+                "lease_ms": a.lease_ms, "build": os.path.abspath(a.build), "peer": a.peer}
         json.dump(spec, open(os.path.join(run_dir, "spec.json"), "w"), indent=1)
         limit = a.duration + 300
         try:
@@ -106,7 +108,11 @@ def main(argv):
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     os.makedirs(a.out, exist_ok=True)
-    print("campaign: %d runs from seed %d, %g s each, faults %s" % (a.runs, a.seed, a.duration, ",".join(a.kinds)), flush=True)
+    if a.peer == "nats" and not (shutil.which("nats-server") and os.path.exists(os.path.join(a.build, "tools", "nats-client"))):
+        print("campaign.py: --peer nats needs nats-server and %s/tools/nats-client (make campaign PEER=nats installs and builds them)"
+              % a.build, file=sys.stderr)
+        return 2
+    print("campaign: %s, %d runs from seed %d, %g s each, faults %s" % (a.peer, a.runs, a.seed, a.duration, ",".join(a.kinds)), flush=True)
     runs = []
     for i in range(a.runs):
         seed = a.seed + i

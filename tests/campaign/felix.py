@@ -15,6 +15,8 @@ import time
 import urllib.error
 import urllib.request
 
+from traffic import Consumer, Producer, read_all
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 
@@ -64,6 +66,7 @@ class Felix:
         self.dir, self.net_id, self.net_dir, self.nodes, self.brokers = run_dir, net_id, net_dir, nodes, brokers
         self.cut_failed = False
         self.lease_ms, self.build, self.log = lease_ms, build, log
+        self.lease_s = lease_ms / 1000.0  # a fault's effects come up to a lease after it
         self.broker_bin = os.path.join(build, "felix-broker-san")
         self.procs = {}  # name -> Popen
         self.cp_db = os.path.join(run_dir, "cp", "cp.db")
@@ -158,6 +161,22 @@ class Felix:
         stream, n = shard.split("/")
         d = self.api.get("/v1/shards/%s/%s" % (stream, n)) or {}
         return d.get("leader")
+
+    def acks(self, policy):
+        return policy
+
+    def events(self):
+        return self.api.get("/v1/events?limit=200", timeout=1) or []
+
+    # --- traffic (natspeer.Nats offers the same) ---
+    def producer(self, stream, shard, acks, seed, t0, stop):
+        return Producer(self.api, stream, shard, acks, seed, t0, stop)
+
+    def consumer(self, stream, shard, t0, stop):
+        return Consumer(self.api, stream, shard, t0, stop)
+
+    def read_all(self, stream, shard, deadline):
+        return read_all(self.api, stream, shard, deadline)
 
     # --- process faults ---
     def signal(self, name, sig):

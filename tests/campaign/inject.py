@@ -13,7 +13,7 @@ class Injector(threading.Thread):
         super().__init__(daemon=True)
         self.f, self.faults, self.t0, self.log = felix, schedule["faults"], t0, log
         self.brokers = schedule["brokers"]
-        self.down, self.paused = {}, {}  # process -> count of faults holding it
+        self.down, self.paused, self.delayed = {}, {}, {}  # process -> count of faults holding it
         self.resolved = {}  # fault index -> the process it hit
         self.done = threading.Event()
         self.stop = threading.Event()
@@ -70,6 +70,10 @@ class Injector(threading.Thread):
             self.f.net("net_exec", who, "tc", "qdisc", "del", "dev", "eth0", "root")
         elif k == "slowdisk":
             self.f.switch("slow." + who, False)
+        elif k == "delay":
+            self.delayed[who] -= 1
+            if self.delayed[who] == 0:
+                self.f.net("net_undelay", who)
         elif k in ("pause", "cppause"):
             self.paused[who] -= 1
             if self.paused[who] == 0:
@@ -146,6 +150,10 @@ class Injector(threading.Thread):
 
     def do_loss(self, who, pct):
         self.f.net("net_loss", who, str(pct), tag=self.tag)
+
+    def do_delay(self, who, p):
+        self.delayed[who] = self.delayed.get(who, 0) + 1  # a second delay replaces the first's
+        self.f.net("net_delay", who, *[str(x) for x in p])
 
     def do_rate(self, who, rate):
         self.f.net("net_rate", who, rate, tag=self.tag)

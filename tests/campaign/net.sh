@@ -3,9 +3,11 @@
 # a veth pair to a bridge in a namespace of its own, on a /24 of 10.213.0.0/16
 # that only this run uses. Real partitions are nftables drop rules in the
 # receiving node's namespace; degradation is random loss (an nftables rule)
-# and a rate limit (tc tbf) on a node's link. tc netem (delay, reordering) is
-# not in this machine's kernel (6.18, Firecracker: "qdisc kind is unknown"),
-# so delay is not offered (docs/campaign.md).
+# and a rate limit (tc tbf) on a node's link. tc netem is not in this
+# machine's kernel (6.18, Firecracker: "qdisc kind is unknown"), so delay,
+# jitter and reordering are made in user space: an iptables NFQUEUE rule
+# hands a node's input to the delayer (tests/campaign/delayer.c), which
+# lets each packet through after its delay (docs/campaign.md).
 # Sourced by bash; every function takes the run's ID (1-6 of [a-z0-9]), which
 # prefixes every namespace (fxID-NODE) and link (vID<k>) it makes, so net_down
 # removes exactly those and nothing else. NET_DIR (default TMPDIR or /tmp)
@@ -20,7 +22,12 @@
 #   net_heal ID [NODE...]      remove the drop rules (of every node by default)
 #   net_loss ID NODE PCT       NODE drops PCT % of what it receives, at random
 #   net_rate ID NODE RATE      NODE sends at most RATE (tc tbf: 1mbit, 10mbit ...)
-#   net_clear ID NODE          remove the node's loss and rate limit
+#   net_delay ID NODE MS JITTER_MS REORDER_PCT [SEED]
+#                              NODE receives every packet MS ± JITTER_MS late,
+#                              REORDER_PCT % of them at once (netem's delay
+#                              and reorder); NET_DELAYER names the program
+#                              (default $FELIX_BUILD/tools/delayer)
+#   net_clear ID NODE          remove the node's loss, rate limit and delay
 #   net_untag ID TAG           remove every rule added while NET_TAG was TAG
 #
 # With NET_TAG set (a word), net_drop, net_cut and net_loss mark their rules
@@ -84,7 +91,7 @@ net_down() {
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
     ip netns del "$ns"
   done
-  rm -f "$(net_nodes "$id")"
+  rm -f "$(net_nodes "$id")" "$(net_nodes "$id")".*.delayer "$(net_nodes "$id")".*.delayer.log
 }
 
 # the node's nftables table (made on first use): an input chain of drop rules
@@ -128,9 +135,49 @@ net_rate() {
   net_exec "$1" "$2" tc qdisc replace dev eth0 root tbf rate "$3" burst 32kbit latency 2s
 }
 
+net_delay() {
+  local id=$1 node=$2 ms=$3 jit=$4 pct=$5 seed=${6:-1}
+  local bin=${NET_DELAYER:-${FELIX_BUILD:-build}/tools/delayer} pidf log
+  pidf=$(net_nodes "$id").$node.delayer
+  log=$pidf.log
+  [ ! -e "$pidf" ] || net_undelay "$id" "$node"
+  [ -x "$bin" ] || { echo "net.sh: no delayer at $bin (make $bin)" >&2; return 2; }
+  # not net_exec: a function run in the background is a subshell, whose pid
+  # is not the delayer's (ip netns exec becomes the program it runs)
+  ip netns exec "$(net_ns "$id" "$node")" "$bin" 0 "$ms" "$jit" "$pct" "$seed" >"$log" 2>&1 </dev/null &
+  echo $! >"$pidf"
+  local k
+  for k in $(seq 1 50); do # bound to its queue within 5 s
+    grep -q '^delayer: queue' "$log" 2>/dev/null && break
+    kill -0 "$(cat "$pidf")" 2>/dev/null || { cat "$log" >&2; rm -f "$pidf"; return 1; }
+    sleep 0.1
+  done
+  net_exec "$id" "$node" iptables -w -I INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass \
+    -m comment --comment felixcampaign-delay
+}
+
+# net_undelay ID NODE — the delay rule gone, then the delayer (it lets every
+# packet it holds through as it exits)
+net_undelay() {
+  local pidf
+  pidf=$(net_nodes "$1").$2.delayer
+  while net_exec "$1" "$2" iptables -w -D INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass \
+    -m comment --comment felixcampaign-delay 2>/dev/null; do :; done
+  [ -e "$pidf" ] || return 0
+  local pid k
+  pid=$(cat "$pidf")
+  kill "$pid" 2>/dev/null || true
+  for k in $(seq 1 50); do # gone within 5 s, its queue free for the next
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rm -f "$pidf"
+}
+
 net_clear() {
   net_exec "$1" "$2" tc qdisc del dev eth0 root 2>/dev/null || true
   net_unrule "$1" "$2" loss
+  net_undelay "$1" "$2"
 }
 
 # net_unrule ID NODE TAG — removes NODE's rules marked TAG

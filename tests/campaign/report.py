@@ -18,9 +18,15 @@ def figures(runs):
     for r in runs:
         for k, v in r.get("figures", {}).items():
             tot[k] += v
-        for f in r["schedule"]["faults"]:
+        skip = {x["fault"] for x in r.get("not_applicable", [])}  # PEER=nats: faults it cannot be given
+        for i, f in enumerate(r["schedule"]["faults"]):
+            if i in skip:
+                tot["not_applicable"] += 1
+                continue
             kinds[f["kind"]] += 1
-        for kind, secs in r.get("availability", []):
+        for i, (kind, secs) in enumerate(r.get("availability", [])):
+            if i in skip:
+                continue
             if secs is None:
                 never[kind] += 1
             else:
@@ -58,10 +64,15 @@ def table(runs, a, peer="felix"):
 
 def write(runs, a, path):
     seeds = [r["seed"] if "seed" in r else r["schedule"]["seed"] for r in runs]
-    head = "# Campaign report\n\n%s; %d runs, seeds %d..%d, %g s each, faults %s\n\n" % (
-        datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), len(runs), min(seeds), max(seeds),
+    head = "# Campaign report: %s\n\n%s; %d runs, seeds %d..%d, %g s each, faults %s\n\n" % (
+        getattr(a, "peer", "felix"), datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), len(runs), min(seeds), max(seeds),
         a.duration, ",".join(a.kinds))
-    body = table(runs, a)
+    body = table(runs, a, getattr(a, "peer", "felix"))
+    tot = figures(runs)[0]
+    if tot["not_applicable"]:
+        na = collections.Counter((x["kind"], x["why"]) for r in runs for x in r.get("not_applicable", []))
+        body += "\n\nNot applied to %s (%d of the schedules' faults, counted nowhere above):\n\n" % (getattr(a, "peer", "felix"), tot["not_applicable"])
+        body += "\n".join("- %s × %d: %s" % (k, n, why) for (k, why), n in sorted(na.items()))
     fails = []
     for r in runs:
         for kind, text in r.get("violations", [])[:5]:

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check  # noqa: E402
 from felix import REPO, Felix  # noqa: E402
 from inject import Injector  # noqa: E402
-from traffic import Consumer, Producer, read_all  # noqa: E402
+from natspeer import Nats, applicability  # noqa: E402
 
 
 class Monitor(threading.Thread):
@@ -44,7 +44,7 @@ class Monitor(threading.Thread):
                     self.stuck.append((round(now, 2), key, x.get("detail", "")))
 
     def poll_events(self):
-        for e in self.f.api.get("/v1/events?limit=200", timeout=1) or []:
+        for e in self.f.events():
             if e["id"] in self.event_ids:
                 continue
             self.event_ids.add(e["id"])
@@ -126,13 +126,14 @@ def final_reads(felix, streams):
     final = {}
     for s in streams:
         for k in range(s["shards"]):
-            recs, _hwm = read_all(felix.api, s["name"], k, time.monotonic() + 20)
+            recs, _hwm = felix.read_all(s["name"], k, time.monotonic() + 20)
             final[(s["name"], k)] = recs
     return final
 
 
 def main(spec_path):
     spec = json.load(open(spec_path))
+    os.environ.setdefault("NET_DELAYER", os.path.join(spec["build"], "tools", "delayer"))
     sch, run_dir = spec["schedule"], spec["run_dir"]
     logf = open(os.path.join(run_dir, "campaign.log"), "a")
     t_start = time.monotonic()
@@ -141,8 +142,11 @@ def main(spec_path):
         logf.write("%7.1f %s\n" % (time.monotonic() - t_start, msg))
         logf.flush()
 
-    felix = Felix(run_dir, spec["net_id"], spec["net_dir"], spec["nodes"], sch["brokers"], spec["lease_ms"], spec["build"], log)
-    result = {"seed": sch["seed"], "violations": [], "faults": sch["faults"]}
+    peer = Nats if spec.get("peer") == "nats" else Felix
+    felix = peer(run_dir, spec["net_id"], spec["net_dir"], spec["nodes"], sch["brokers"], spec["lease_ms"], spec["build"], log)
+    result = {"seed": sch["seed"], "violations": [], "faults": sch["faults"], "peer": spec.get("peer", "felix")}
+    if peer is Nats:
+        result["not_applicable"] = applicability(sch["faults"])
     try:
         if not felix.up(sch["streams"]):
             result["violations"].append(("setup", "the cluster did not come up (campaign.log)"))
@@ -164,8 +168,8 @@ def play(felix, sch, spec, log, result):
     prods, cons = [], []
     for i, s in enumerate(sch["streams"]):
         for k in range(s["shards"]):
-            prods.append(Producer(felix.api, s["name"], k, s["acks"], sch["seed"] * 100 + i * 10 + k, t0, stop))
-            cons.append(Consumer(felix.api, s["name"], k, t0, stop))
+            prods.append(felix.producer(s["name"], k, s["acks"], sch["seed"] * 100 + i * 10 + k, t0, stop))
+            cons.append(felix.consumer(s["name"], k, t0, stop))
     for x in prods + cons:
         x.start()
     inj = Injector(felix, sch, t0, log)
@@ -182,10 +186,10 @@ def play(felix, sch, spec, log, result):
     log("final heal at %.1f s" % (time.monotonic() - t0))
     inj.final_heal()
     result["violations"] += [("harness", e) for e in inj.errors]
-    result["stuck"] = settle(felix, sch["brokers"], spec["lease_ms"] / 1000.0, log)
-    result["abandons"] = abandon_if_agreed(felix, result["stuck"], log)
+    result["stuck"] = settle(felix, sch["brokers"], felix.lease_s, log)
+    result["abandons"] = abandon_if_agreed(felix, result["stuck"], log) if isinstance(felix, Felix) else []
     if result["abandons"]:
-        result["stuck"] = settle(felix, sch["brokers"], spec["lease_ms"] / 1000.0, log)
+        result["stuck"] = settle(felix, sch["brokers"], felix.lease_s, log)
     hwms = {(x["stream"], x["shard"]): x["hwm"] for x in felix.shards() or []}
     for c in cons:
         c.join(10)
@@ -194,15 +198,15 @@ def play(felix, sch, spec, log, result):
     mon.poll_shards()
     mon.poll_events()
     mon.stop.set()
-    judge(sch, spec, prods, cons, mon, final, t_end, result)
+    judge(sch, felix, prods, cons, mon, final, t_end, result)
 
 
-def judge(sch, spec, prods, cons, mon, final, t_end, result):
+def judge(sch, felix, prods, cons, mon, final, t_end, result):
     v = result["violations"]
     fig = {"acked_quorum": 0, "acked_leader": 0, "lost_quorum": 0, "lost_leader": 0, "false_failovers": 0}
-    acks_of = {s["name"]: s["acks"] for s in sch["streams"]}
+    acks_of = {s["name"]: felix.acks(s["acks"]) for s in sch["streams"]}
     acked = check.acked_records(prods)
-    lease_s = spec["lease_ms"] / 1000.0
+    lease_s = felix.lease_s
     abandoned = {a["shard"]: a for a in result.get("abandons", [])}
     check.check_acked(acked, final, acks_of, check.fault_windows(sch["faults"], lease_s), v, fig, abandoned)
     check.check_unique({k: r for k, r in final.items() if r is not None}, v)

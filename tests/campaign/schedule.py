@@ -22,6 +22,7 @@ KINDS = {
     "partial": ("{t} and {p} lose each other (both reach the rest)", 2, 6, 2),
     "loss": ("{t} drops {p} % of what it receives", 2, 6, 1),
     "rate": ("{t} sends at most {p}", 2, 6, 1),
+    "delay": ("{t} receives every packet {p}", 2, 7, 2),
     "slowdisk": ("{t}'s syncs hang until the end", 1, 5, 1),
     "syncerr": ("{t}'s syncs fail with EIO (it fails closed); restarted at the end", 1, 4, 1),
     "fulldisk": ("{t}'s disk is full (ENOSPC); restarted at the end if it stopped", 1, 4, 1),
@@ -76,6 +77,9 @@ def pick_target(rng, kind, brokers, shards):
         return b, rng.choice([20, 40, 60])
     if kind == "rate":
         return b, rng.choice(["256kbit", "1mbit"])
+    if kind == "delay":  # [ms, ± jitter ms, % reordered ahead, the delayer's seed]
+        t = "leader:" + rng.choice(shards) if rng.random() < 0.5 else b
+        return t, list(rng.choice([(20, 5, 0), (100, 20, 0), (200, 50, 10), (400, 100, 25)])) + [rng.randrange(1, 1 << 30)]
     return "cp", None
 
 
@@ -109,8 +113,15 @@ def generate(seed, duration, kinds, warmup=4.0, heal=(6.0, 10.0), harsh=False):
     return {"seed": seed, "duration": duration, "brokers": brokers, "streams": streams, "faults": faults, "harsh": harsh}
 
 
+def param_text(f):
+    p = f["param"]
+    if f["kind"] == "delay":
+        return "%d ms ± %d ms late, %d %% of them at once (reordered ahead)" % tuple(p[:3])
+    return p
+
+
 def describe(f):
-    text = KINDS[f["kind"]][0].format(t=target_text(f["target"]), p=f["param"])
+    text = KINDS[f["kind"]][0].format(t=target_text(f["target"]), p=param_text(f))
     return "%6.1f s – %6.1f s  %-14s %s" % (f["start"], f["end"], f["kind"], text)
 
 

@@ -1,0 +1,356 @@
+"""natspeer.py — the campaign's peer (PEER=nats, docs/campaign.md): a NATS
+JetStream cluster (Debian nats-server 2.9.10) in the same namespaces, under
+the same schedule, with the same producers, consumers and checks as Felix.
+
+It offers what run.py and inject.py use of felix.Felix (processes, network,
+shard states, traffic), so one run serves both. Each of the run's shards is
+one R=N stream (a raft group, as a Felix shard is one replica set), named
+STREAM_SHARD; NATS has one acknowledgement (after its raft quorum stored the
+message), so every stream counts as `quorum`.
+
+What cannot be done to NATS is not done, and the run says so
+(`not_applicable`): there is no control plane process (its meta leader is
+one of the servers), and a Go program makes its system calls itself, so the
+fault library (LD_PRELOAD) cannot slow, fail or fill its disk.
+
+A power cut is emulated (nats_cut.py): every server runs under strace,
+which reports its syncs; what a sync covered is copied aside when it
+returns, and a cut puts each file back to that, with a seeded part of
+what came after, by the rules of Felix's own seeded cut.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+
+import nats_cut
+from felix import sh_net
+from traffic import Consumer, Producer
+
+NOT_APPLICABLE = {"cpkill": "NATS has no control-plane process", "cppause": "NATS has no control-plane process",
+                  "cpcut": "NATS has no control-plane process",
+                  "slowdisk": "the fault library cannot reach a Go program's system calls",
+                  "syncerr": "the fault library cannot reach a Go program's system calls",
+                  "fulldisk": "the fault library cannot reach a Go program's system calls"}
+
+
+def http_json(url, timeout):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return json.loads(r.read())
+    except (OSError, ValueError):
+        return None
+
+
+class Nats:
+    def __init__(self, run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log):
+        self.dir, self.net_id, self.net_dir, self.nodes, self.brokers = run_dir, net_id, net_dir, nodes, brokers
+        self.lease_ms, self.build, self.log = lease_ms, build, log
+        # its failure timers' longest (raft.go: a leader without a quorum
+        # steps down after 10 s; elections time out in 4-9 s) plays Felix's
+        # lease in the settling waits and the fault windows
+        self.lease_s = 10.0
+        self.client_bin = os.path.join(build, "tools", "nats-client")
+        self.servers = ",".join("nats://%s:4222" % nodes[b] for b in brokers)
+        self.procs, self.tracers, self.streams = {}, {}, []
+        self.cut_failed = False
+        self.gen, self.agreed = {}, {}  # stream -> leader changes seen, last agreed leader
+
+    # --- the same process and network surface as felix.Felix ---
+    def net(self, fn, *args, tag=None):
+        rc = sh_net(self.net_id, fn, *args, tag=tag, net_dir=self.net_dir)
+        if rc and fn != "net_exec":
+            self.log("%s %s failed (exit %d)" % (fn, " ".join(args), rc))
+        return rc
+
+    def path(self, *p):
+        return os.path.join(self.dir, *p)
+
+    def config(self, b):
+        a = self.nodes[b]
+        routes = ", ".join("nats://%s:6222" % self.nodes[o] for o in self.brokers if o != b)
+        text = ("server_name: %s\nlisten: %s:4222\nhttp: %s:8222\n"
+                "jetstream { store_dir: \"%s\" }\n"
+                "cluster { name: campaign, listen: %s:6222, routes: [%s] }\n") % (b, a, a, self.path(b), a, routes)
+        p = self.path(b + ".conf")
+        open(p, "w").write(text)
+        return p
+
+    def start_broker(self, b):
+        os.makedirs(self.path(b), exist_ok=True)
+        tracer = self.tracers.get(b) or nats_cut.SyncTracer(self.path(b), self.path("shadow." + b), self.log)
+        self.tracers[b] = tracer
+        out = open(self.path(b + ".log"), "a")
+        out.write("# campaign: started at %.1f\n" % time.time())
+        out.flush()
+        argv = ["ip", "netns", "exec", "fx%s-%s" % (self.net_id, b)] + tracer.wrap(["nats-server", "-c", self.config(b)])
+        self.procs[b] = subprocess.Popen(argv, stdout=out, stderr=out, start_new_session=True)
+        out.close()
+        tracer.follow()
+
+    def running(self, name):
+        p = self.procs.get(name)
+        return p is not None and p.poll() is None
+
+    def server_pid(self, name):
+        """The nats-server process: strace's child."""
+        p = self.procs.get(name)
+        if p is None or p.poll() is not None:
+            return None
+        try:
+            kids = open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()
+        except OSError:
+            return None
+        return int(kids[0]) if kids else None
+
+    def signal(self, name, sig):
+        pid = self.server_pid(name)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill(self, name):
+        if self.signal(name, signal.SIGKILL):
+            self.procs[name].wait(30)
+
+    def start(self, name):
+        if name in self.brokers and not self.running(name):
+            self.start_broker(name)
+
+    def power_cut(self, b, seed):
+        self.kill(b)
+        self.tracers[b].stop()
+        report = self.tracers[b].cut(seed)
+        open(self.path("powercut.log"), "a").write("%s (seed %d): %s\n" % (b, seed, report))
+        return True
+
+    def wipe(self, b):
+        self.kill(b)
+        self.tracers[b].stop()
+        shutil.rmtree(self.path(b), ignore_errors=True)
+        self.tracers[b].forget()
+
+    def switch(self, name, on):
+        if on:
+            self.log("not applicable to NATS: %s (%s)" % (name, NOT_APPLICABLE["slowdisk"]))
+
+    def stop_all(self):
+        for name in list(self.procs):
+            self.signal(name, signal.SIGCONT)
+            self.kill(name)
+        for t in self.tracers.values():
+            t.stop()
+
+    def wait(self, what, cond, seconds, hold=0.0):
+        end = time.monotonic() + seconds
+        since = None
+        while time.monotonic() < end:
+            if cond():
+                since = since or time.monotonic()
+                if time.monotonic() - since >= hold:
+                    return True
+            else:
+                since = None
+            time.sleep(0.2)
+        self.log("timed out after %d s waiting for %s" % (seconds, what))
+        return False
+
+    # --- the cluster ---
+    def up(self, streams):
+        for b in self.brokers:
+            self.start_broker(b)
+        if not self.wait("every server answering", lambda: self.alive() == len(self.brokers), 40):
+            return False
+        for s in streams:
+            for k in range(s["shards"]):
+                name = "%s_%d" % (s["name"], k)
+                ok = self.wait("stream %s created" % name, lambda: subprocess.run(
+                    [self.client_bin, "create", self.servers, name, "%s.%d" % (s["name"], k), str(s["replicas"])],
+                    capture_output=True, timeout=30).returncode == 0, 40)
+                if not ok:
+                    return False
+                self.streams.append((s["name"], k, s["replicas"]))
+        return self.wait("every stream led", self.all_active, 40)
+
+    def views(self):
+        """Each answering server's jsz: server -> {stream: (leader, last_seq)}."""
+        out = {}
+        for b in self.brokers:
+            j = http_json("http://%s:8222/jsz?accounts=true&streams=true" % self.nodes[b], 0.4)
+            if j is None:
+                continue
+            v = {}
+            for acc in j.get("account_details") or []:
+                for sd in acc.get("stream_detail") or []:
+                    v[sd["name"]] = ((sd.get("cluster") or {}).get("leader") or "", sd["state"]["last_seq"])
+            out[b] = v
+        return out
+
+    def alive(self):
+        return sum(1 for b in self.brokers if http_json("http://%s:8222/varz" % self.nodes[b], 0.4) is not None)
+
+    def shards(self, timeout=2):
+        """A stream is Active when its leader answers, names itself, and a
+        majority of its replicas name it; its generation counts the changes
+        of that agreed leader (nats-server 2.9 does not show its raft term)."""
+        views = self.views()
+        out = []
+        for stream, k, reps in self.streams:
+            name = "%s_%d" % (stream, k)
+            named = [v[name][0] for v in views.values() if name in v]
+            lead = max(set(named), key=named.count) if named else ""
+            own = views.get(lead, {}).get(name)
+            agreed = bool(lead) and own is not None and own[0] == lead and named.count(lead) >= reps // 2 + 1
+            if agreed and self.agreed.get(name) != lead:
+                self.gen[name] = self.gen.get(name, 0) + 1
+                self.agreed[name] = lead
+            out.append({"stream": stream, "shard": k, "state": "Active" if agreed else "NoLeader",
+                        "generation": self.gen.get(name, 0), "leader": lead if agreed else None,
+                        "hwm": own[1] + 1 if agreed else 0, "detail": "" if agreed else "no agreed leader (%s)" % named})
+        return out
+
+    def all_active(self):
+        s = self.shards()
+        return bool(s) and all(x["state"] == "Active" for x in s)
+
+    def leader_of(self, shard):
+        stream, n = shard.split("/")
+        for x in self.shards():
+            if x["stream"] == stream and x["shard"] == int(n):
+                return x["leader"]
+        return None
+
+    def acks(self, _policy):
+        return "quorum"  # JetStream acknowledges once its raft quorum stored a message
+
+    def events(self):
+        return []  # nats-server keeps no event log a monitor could read
+
+    # --- traffic ---
+    def producer(self, stream, shard, _acks, seed, t0, stop):
+        return NatsProducer(self, stream, shard, seed, t0, stop)
+
+    def consumer(self, stream, shard, t0, stop):
+        return NatsConsumer(self, stream, shard, t0, stop)
+
+    def read_all(self, stream, shard, deadline):
+        c = NatsConsumer(self, stream, shard, 0, threading.Event())
+        while time.monotonic() < deadline:
+            if c.fetch_once() and c.read_to(c.hwm_log[-1][1], deadline):
+                c.client.close()
+                return c.seen, c.hwm_log[-1][1]
+            time.sleep(0.2)
+        c.client.close()
+        return None, None
+
+
+class Helper:
+    """One nats-client process driven over its pipes; a reply that does not
+    come within the timeout kills it (the next call starts another)."""
+
+    def __init__(self, argv, timeout):
+        self.argv, self.timeout, self.p = argv, timeout, None
+
+    def ask(self, line, until):
+        """Sends one line, returns the reply lines up to (and with) the first
+        for which until(line) is true; None on a timeout or a dead helper."""
+        if self.p is None or self.p.poll() is not None:
+            self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True, bufsize=1)
+        try:
+            self.p.stdin.write(line + "\n")
+            self.p.stdin.flush()
+        except OSError:
+            self.close()
+            return None
+        out, end = [], time.monotonic() + self.timeout
+        timer = threading.Timer(self.timeout, self.close)
+        timer.start()
+        try:
+            while time.monotonic() < end:
+                got = self.p.stdout.readline() if self.p else ""
+                if not got:
+                    return None
+                out.append(got.rstrip("\n"))
+                if until(out[-1]):
+                    return out
+        finally:
+            timer.cancel()
+        return None
+
+    def close(self):
+        p, self.p = self.p, None
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+class NatsProducer(Producer):
+    """Felix's producer pattern; a batch (one Felix PUBLISH of several
+    records) is published asynchronously, every record in flight at once,
+    each acknowledged with its own stream sequence."""
+
+    def __init__(self, nats, stream, shard, seed, t0, stop):
+        super().__init__(None, stream, shard, "quorum", seed, t0, stop)
+        self.client = Helper([nats.client_bin, "publish", nats.servers, "%s.%d" % (stream, shard), "10000"], 15)
+
+    def publish(self, recs):
+        t = time.monotonic() - self.t0
+        reply = self.client.ask("B %d\n%s" % (len(recs), "\n".join(recs)), lambda line: line == "end")
+        done = time.monotonic() - self.t0
+        outcome = {}
+        for line in reply or []:
+            w = line.split(" ", 2)
+            if w[0] == "ok" and len(w) == 3:
+                outcome[w[2]] = int(w[1])
+            elif w[0] == "err" and len(w) == 3:
+                outcome[w[1]] = "unknown:" + w[2]
+        for r in recs:
+            o = outcome.get(r, "unknown:" + ("no reply" if reply else "timeout"))
+            if isinstance(o, int):
+                self.log.append((t, done, "ok", o, [r], "nats"))
+            else:
+                self.log.append((t, done, o, None, [r], "nats"))
+        return all(isinstance(outcome.get(r), int) for r in recs)
+
+
+class NatsConsumer(Consumer):
+    """Follows one stream from sequence 1 by direct reads; its HWM is the
+    stream's last sequence + 1 (as a Felix HWM is the next offset)."""
+
+    def __init__(self, nats, stream, shard, t0, stop):
+        super().__init__(None, stream, shard, t0, stop)
+        self.client = Helper([nats.client_bin, "read", nats.servers, "%s_%d" % (stream, shard), "5000"], 20)
+        self.next = 1
+
+    def fetch_once(self):
+        reply = self.client.ask("%d 500" % self.next, lambda line: line == "end" or line.startswith("err "))
+        if not reply or reply[-1] != "end" or not reply[0].startswith("hwm "):
+            return False
+        hwm = int(reply[0].split()[1]) + 1
+        recs, nxt = [], self.next
+        for line in reply[1:-1]:
+            w = line.split(" ", 2)
+            nxt = int(w[1]) + 1
+            if w[0] == "msg":
+                recs.append((int(w[1]), 0, w[2] if len(w) > 2 else ""))
+        now = time.monotonic() - self.t0
+        self.note(now, "nats", hwm, nxt, recs)
+        if not recs and self.next >= hwm:
+            self.stop.wait(0.2)  # caught up: Felix's fetch would long-poll
+        return True
+
+
+def applicability(faults):
+    """The schedule's faults NATS cannot be given, with why."""
+    return [{"fault": i, "kind": f["kind"], "why": NOT_APPLICABLE[f["kind"]]}
+            for i, f in enumerate(faults) if f["kind"] in NOT_APPLICABLE]
+
