@@ -147,6 +147,30 @@ def availability(timeline, faults, shards):
     return out
 
 
+def producer_availability(producers, faults):
+    """Per fault, as the producers saw it: for each shard, from the first
+    publish it sent after the fault's end to the first acknowledged one sent
+    after the end; the fault's figure is the longest over its shards (None:
+    a shard that tried and was never acknowledged again). A shard whose
+    producer sent nothing after the end does not count (an idle stretch is
+    not an outage)."""
+    out = []
+    for f in faults:
+        end = f.get("actual_end", f["end"])
+        worst, never = 0.0, False
+        for p in producers:
+            after = [e for e in p.log if e[0] >= end]
+            if not after:
+                continue
+            ok = [e for e in after if e[2] == "ok"]
+            if not ok:
+                never = True
+                continue
+            worst = max(worst, ok[0][1] - after[0][0])
+        out.append((f["kind"], None if never else round(worst, 2)))
+    return out
+
+
 def percentile(xs, p):
     if not xs:
         return None

@@ -223,6 +223,7 @@ def judge(sch, felix, prods, cons, mon, final, t_end, result):
     check.check_false_failovers(mon.timeline, mon.events, sch["faults"], lease_s, t_end, v, fig)
     shards = ["%s/%d" % (s["name"], k) for s in sch["streams"] for k in range(s["shards"])]
     result["availability"] = check.availability(mon.timeline, sch["faults"], shards)
+    result["producer_availability"] = check.producer_availability(prods, sch["faults"])
     result["figures"] = fig
     result["throughput"] = throughput(prods, t_end)
     result["timeline"] = mon.timeline

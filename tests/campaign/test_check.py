@@ -172,5 +172,24 @@ class Availability(unittest.TestCase):
         self.assertEqual(check.availability(tl, FAULT, ["a"]), [("kill", None)])
 
 
+
+class ProducerAvailability(unittest.TestCase):
+    """From the first publish after a fault's end to the first acknowledged one."""
+
+    def test_slowest_shard_counts(self):
+        a = P("s", 0, [(12.0, 12.5, "unknown:EOFError", None, ["x"], "l"), (14.2, 14.3, "status:1", None, ["y"], "l"),
+                       (15.0, 15.4, "ok", 1, ["z"], "l")])
+        b = P("s", 1, [(14.5, 14.6, "ok", 1, ["w"], "l")])
+        self.assertEqual(check.producer_availability([a, b], FAULT), [("kill", 1.2)])
+
+    def test_idle_producer_does_not_count(self):
+        a = P("s", 0, [(3.0, 3.1, "ok", 1, ["x"], "l")])
+        self.assertEqual(check.producer_availability([a], FAULT), [("kill", 0.0)])
+
+    def test_never_acknowledged_again(self):
+        a = P("s", 0, [(15.0, 25.0, "unknown:timeout", None, ["x"], "l")])
+        self.assertEqual(check.producer_availability([a], FAULT), [("kill", None)])
+
+
 if __name__ == "__main__":
     unittest.main()
