@@ -59,21 +59,17 @@ class ControlPlaneAPI:
         return None if isinstance(r, dict) and "http_status" in r else r
 
 
-class Felix:
-    """The cluster: the control plane on node cp, brokers b1..bN on theirs."""
+class Cluster:
+    """What every system under test shares: its run directory, the run's
+    network (net.sh), its processes by name, and waiting for a condition.
+    Felix below and natspeer.Nats build on it."""
 
     def __init__(self, run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log):
         self.dir, self.net_id, self.net_dir, self.nodes, self.brokers = run_dir, net_id, net_dir, nodes, brokers
-        self.cut_failed = False
         self.lease_ms, self.build, self.log = lease_ms, build, log
         self.lease_s = lease_ms / 1000.0  # a fault's effects come up to a lease after it
-        self.broker_bin = os.path.join(build, "felix-broker-san")
         self.procs = {}  # name -> Popen
-        self.cp_db = os.path.join(run_dir, "cp", "cp.db")
-        self.cp_url = "http://%s:9500" % nodes["cp"]
-        self.api = ControlPlaneAPI(self.cp_url, self.cp_db + ".admin-token")
-        self.env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0",
-                        UBSAN_OPTIONS="print_stacktrace=1")
+        self.cut_failed = False
 
     def net(self, fn, *args, tag=None):
         rc = sh_net(self.net_id, fn, *args, tag=tag, net_dir=self.net_dir)
@@ -84,6 +80,38 @@ class Felix:
     def path(self, *p):
         return os.path.join(self.dir, *p)
 
+    def running(self, name):
+        p = self.procs.get(name)
+        return p is not None and p.poll() is None
+
+    def wait(self, what, cond, seconds, hold=0.0):
+        """Waits until cond() is true (for `hold` seconds in a row)."""
+        end = time.monotonic() + seconds
+        since = None
+        while time.monotonic() < end:
+            if cond():
+                since = since or time.monotonic()
+                if time.monotonic() - since >= hold:
+                    return True
+            else:
+                since = None
+            time.sleep(0.2)
+        self.log("timed out after %d s waiting for %s" % (seconds, what))
+        return False
+
+
+class Felix(Cluster):
+    """The cluster: the control plane on node cp, brokers b1..bN on theirs."""
+
+    def __init__(self, run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log):
+        super().__init__(run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log)
+        self.broker_bin = os.path.join(build, "felix-broker-san")
+        self.cp_db = os.path.join(run_dir, "cp", "cp.db")
+        self.cp_url = "http://%s:9500" % nodes["cp"]
+        self.api = ControlPlaneAPI(self.cp_url, self.cp_db + ".admin-token")
+        self.env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0",
+                        UBSAN_OPTIONS="print_stacktrace=1")
+
     def spawn(self, name, node, argv, env):
         out = open(self.path(name + ".log"), "a")
         out.write("# campaign: started at %.1f\n" % time.time())
@@ -91,10 +119,6 @@ class Felix:
         self.procs[name] = subprocess.Popen(["ip", "netns", "exec", "fx%s-%s" % (self.net_id, node)] + argv,
                                             env=env, stdout=out, stderr=out, start_new_session=True)
         out.close()
-
-    def running(self, name):
-        p = self.procs.get(name)
-        return p is not None and p.poll() is None
 
     def start_cp(self):
         os.makedirs(self.path("cp"), exist_ok=True)
@@ -115,21 +139,6 @@ class Felix:
         self.spawn(b, b, [self.broker_bin, "run", "--id", b, "--data-dir", self.path(b), "--listen", a + ":9000",
                           "--http", a + ":9100", "--control-plane", self.cp_url,
                           "--token-file", self.cp_db + ".broker-token"], env)
-
-    def wait(self, what, cond, seconds, hold=0.0):
-        """Waits until cond() is true (for `hold` seconds in a row)."""
-        end = time.monotonic() + seconds
-        since = None
-        while time.monotonic() < end:
-            if cond():
-                since = since or time.monotonic()
-                if time.monotonic() - since >= hold:
-                    return True
-            else:
-                since = None
-            time.sleep(0.2)
-        self.log("timed out after %d s waiting for %s" % (seconds, what))
-        return False
 
     def up(self, streams):
         self.start_cp()

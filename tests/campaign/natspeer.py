@@ -28,7 +28,7 @@ import time
 import urllib.request
 
 import nats_cut
-from felix import sh_net
+from felix import Cluster
 from traffic import Consumer, Producer
 
 NOT_APPLICABLE = {"cpkill": "NATS has no control-plane process", "cppause": "NATS has no control-plane process",
@@ -46,30 +46,19 @@ def http_json(url, timeout):
         return None
 
 
-class Nats:
+class Nats(Cluster):
     def __init__(self, run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log):
-        self.dir, self.net_id, self.net_dir, self.nodes, self.brokers = run_dir, net_id, net_dir, nodes, brokers
-        self.lease_ms, self.build, self.log = lease_ms, build, log
+        super().__init__(run_dir, net_id, net_dir, nodes, brokers, lease_ms, build, log)
         # its failure timers' longest (raft.go: a leader without a quorum
         # steps down after 10 s; elections time out in 4-9 s) plays Felix's
         # lease in the settling waits and the fault windows
         self.lease_s = 10.0
         self.client_bin = os.path.join(build, "tools", "nats-client")
         self.servers = ",".join("nats://%s:4222" % nodes[b] for b in brokers)
-        self.procs, self.tracers, self.streams = {}, {}, []
-        self.cut_failed = False
+        self.tracers, self.streams = {}, []
         self.gen, self.agreed = {}, {}  # stream -> leader changes seen, last agreed leader
 
-    # --- the same process and network surface as felix.Felix ---
-    def net(self, fn, *args, tag=None):
-        rc = sh_net(self.net_id, fn, *args, tag=tag, net_dir=self.net_dir)
-        if rc and fn != "net_exec":
-            self.log("%s %s failed (exit %d)" % (fn, " ".join(args), rc))
-        return rc
-
-    def path(self, *p):
-        return os.path.join(self.dir, *p)
-
+    # --- processes: nats-server under strace ---
     def config(self, b):
         a = self.nodes[b]
         routes = ", ".join("nats://%s:6222" % self.nodes[o] for o in self.brokers if o != b)
@@ -91,10 +80,6 @@ class Nats:
         self.procs[b] = subprocess.Popen(argv, stdout=out, stderr=out, start_new_session=True)
         out.close()
         tracer.follow()
-
-    def running(self, name):
-        p = self.procs.get(name)
-        return p is not None and p.poll() is None
 
     def server_pid(self, name):
         """The nats-server process: strace's child."""
@@ -149,21 +134,6 @@ class Nats:
         for t in self.tracers.values():
             t.stop()
 
-    def wait(self, what, cond, seconds, hold=0.0):
-        end = time.monotonic() + seconds
-        since = None
-        while time.monotonic() < end:
-            if cond():
-                since = since or time.monotonic()
-                if time.monotonic() - since >= hold:
-                    return True
-            else:
-                since = None
-            time.sleep(0.2)
-        self.log("timed out after %d s waiting for %s" % (seconds, what))
-        return False
-
-    # --- the cluster ---
     def up(self, streams):
         for b in self.brokers:
             self.start_broker(b)
