@@ -10,15 +10,18 @@ import statistics
 
 
 def acked_records(producers):
-    """(stream, shard) -> {offset: (content, time acknowledged)} of every
-    acknowledged record."""
+    """(stream, shard) -> [(offset, content, time acknowledged)] of every
+    acknowledged record. A list, not a map by offset: when a lost record's
+    offset is acknowledged again to another record (a truncated tail handed
+    out anew), both acknowledgements are there, and the first one's loss is
+    counted (helper-15)."""
     out = {}
     for p in producers:
-        d = out.setdefault((p.stream, p.shard), {})
+        d = out.setdefault((p.stream, p.shard), [])
         for _ts, td, outcome, first, recs, _l in p.log:
             if outcome == "ok":
                 for k, r in enumerate(recs):
-                    d[first + k] = (r, td)
+                    d.append((first + k, r, td))
     return out
 
 
@@ -36,9 +39,10 @@ def check_acked(acked, final, acks_of, windows, violations, figures, abandoned=N
         policy = acks_of[stream]
         figures["acked_" + policy] += len(recs)
         if got is None:
-            violations.append(("unreadable", "%s/%d could not be read after the final heal" % key))
+            figures["unreadable"] = figures.get("unreadable", 0) + len(recs)  # neither kept nor lost: its own column
+            violations.append(("unreadable", "%s/%d could not be read after the final heal (%d acknowledged records)" % (key + (len(recs),))))
             continue
-        lost = [(o, c, t) for o, (c, t) in sorted(recs.items()) if got.get(o) != c]
+        lost = [(o, c, t) for o, c, t in sorted(recs) if got.get(o) != c]
         ab = abandoned.get("%s/%d" % key)  # its loss is the operator's, counted apart
         if ab is not None and policy == "leader":
             # what its leader acknowledged alone during a fault was lost at that
@@ -109,6 +113,7 @@ def check_false_failovers(timeline, events, faults, lease_s, t_faults_end, viola
     timeline: [(t, shard, state, generation, leader)] (changes only);
     events: [(t, kind, text)] from the control plane, on the run's clock."""
     windows = fault_windows(faults, lease_s)
+    figures["fault_free_s"] = figures.get("fault_free_s", 0) + round(uncovered(0.0, t_faults_end, windows), 1)
     last_gen = {}
     for t, shard, _state, gen, leader in timeline:
         before = last_gen.get(shard)
@@ -122,6 +127,43 @@ def check_false_failovers(timeline, events, faults, lease_s, t_faults_end, viola
         if kind == "lease_lapsed" and t <= t_faults_end and not in_window(t, windows, slack=1.5):
             figures["false_failovers"] += 1
             violations.append(("false_lease_lapse", "at %.1f s, in a stretch with no fault: %s" % (t, text)))
+
+
+def uncovered(a, b, windows):
+    """Seconds of [a, b] outside every window: the stretches a false
+    failover could be seen in."""
+    t, free = a, 0.0
+    for w0, w1 in sorted(windows):
+        if w0 > t:
+            free += min(w0, b) - t
+        t = max(t, w1)
+        if t >= b:
+            break
+    return free + max(0.0, b - t)
+
+
+def outages(timeline, faults, shards, lease_s):
+    """Per fault: the longest stretch in its window (its start to two leases
+    and a second after its end) during which some shard was not Active. It
+    sees what availability does not: a shard that stays Active through the
+    fault and loses its leader after it (helper-15)."""
+    out = []
+    for f, (w0, w1) in zip(faults, fault_windows(faults, lease_s)):
+        state, down_since, worst = {}, None, 0.0
+        for t, shard, st, _g, _l in timeline:
+            if t > w1:
+                break
+            state[shard] = st
+            bad = any(state.get(s) != "Active" for s in shards)
+            if bad and down_since is None:
+                down_since = max(t, w0)
+            elif not bad and down_since is not None:
+                worst = max(worst, t - down_since) if t >= w0 else worst
+                down_since = None
+        if down_since is not None:
+            worst = max(worst, w1 - down_since)
+        out.append((f["kind"], round(worst, 2)))
+    return out
 
 
 def availability(timeline, faults, shards):

@@ -11,10 +11,16 @@
  *       flight at once); stdout per record, in the order the acknowledgements
  *       came: "ok SEQ RECORD" or "err RECORD TEXT" (failed or not
  *       acknowledged within WAIT_MS: unknown, never re-sent), then "end"
- *   nats-client read SERVERS STREAM WAIT_MS
- *       stdin: "FROM MAX" per line; stdout: "hwm LAST_SEQ FIRST_SEQ", then
- *       "msg SEQ CONTENT" or "gone SEQ" for FROM .. min(LAST, FROM+MAX-1),
- *       then "end"; "err TEXT" when the stream could not be asked
+ *   nats-client read SERVERS STREAM SUBJECT WAIT_MS
+ *       stdin: "FROM MAX" per line; stdout: "hwm LAST_SEQ FIRST_SEQ LEADER"
+ *       (LEADER "-" when the stream has none: then every replica answers
+ *       with its own last sequence, so the HWM is no stream's), then
+ *       "msg SEQ CONTENT" for each record of FROM .. UPTO = min(LAST,
+ *       FROM+MAX-1) the stream holds, then "end UPTO" (a sequence not
+ *       listed is gone); "err TEXT" when the stream could not be asked or the
+ *       range not read. The range is read by an ordered consumer from FROM
+ *       (one request a batch, not one a record); a sequence it does not
+ *       deliver is gone from the stream
  *
  * SERVERS is a comma-separated list of nats:// URLs; the client reconnects
  * to any of them for ever.
@@ -22,6 +28,7 @@
 #include <nats/nats.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +66,11 @@ static void connect_all(char *servers)
     natsOptions *o;
     natsStatus s = natsOptions_Create(&o);
     if (s == NATS_OK) s = natsOptions_SetServers(o, urls, n);
-    if (s == NATS_OK) s = natsOptions_SetTimeout(o, wait_ms);
+    /* a dead or cut-off server is noticed within seconds, as Felix's
+     * clients notice theirs, not after the 2-minute default ping */
+    if (s == NATS_OK) s = natsOptions_SetTimeout(o, 1000);
+    if (s == NATS_OK) s = natsOptions_SetPingInterval(o, 1000);
+    if (s == NATS_OK) s = natsOptions_SetMaxPingsOut(o, 2);
     if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
     if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, 200);
     if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(o, true, NULL, NULL);
@@ -148,7 +159,61 @@ static int do_publish(const char *subject)
     return 0;
 }
 
-static void read_range(const char *stream, uint64_t from, uint64_t max)
+/* The consumer's server says nothing is left for it to deliver. */
+static bool nothing_pending(natsSubscription *sub)
+{
+    jsConsumerInfo *ci = NULL;
+    jsErrCode je = 0;
+    if (natsSubscription_GetConsumerInfo(&ci, sub, NULL, &je) != NATS_OK) return false;
+    bool none = ci->NumPending == 0;
+    jsConsumerInfo_Destroy(ci);
+    return none;
+}
+
+/* Prints "msg SEQ RECORD" for every record the stream holds in
+ * [from, upto]; false (and an "err" line) if they did not all come. */
+static bool read_ordered(const char *stream, const char *subject, uint64_t from, uint64_t upto)
+{
+    jsSubOptions so;
+    jsSubOptions_Init(&so);
+    so.Stream = stream;
+    so.Ordered = true;
+    so.Config.DeliverPolicy = js_DeliverByStartSequence;
+    so.Config.OptStartSeq = from;
+    natsSubscription *sub = NULL;
+    jsErrCode je = 0;
+    natsStatus s = js_SubscribeSync(&sub, js, subject, NULL, &so, &je);
+    uint64_t seen = from - 1;
+    while (s == NATS_OK && seen < upto) {
+        natsMsg *m = NULL;
+        s = natsSubscription_NextMsg(&m, sub, wait_ms);
+        if (s == NATS_TIMEOUT && nothing_pending(sub)) {
+            s = NATS_OK; /* the server has nothing at or after `seen`: the rest is gone */
+            break;
+        }
+        if (s != NATS_OK) break;
+        jsMsgMetaData *meta = NULL;
+        if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
+            seen = meta->Sequence.Stream;
+            if (seen <= upto)
+                printf("msg %" PRIu64 " %.*s\n", seen, natsMsg_GetDataLength(m), natsMsg_GetData(m));
+            if (meta->NumPending == 0) seen = upto; /* nothing after it: the rest is gone */
+            jsMsgMetaData_Destroy(meta);
+        }
+        natsMsg_Destroy(m);
+    }
+    if (sub) {
+        natsSubscription_Unsubscribe(sub); /* deletes the ephemeral consumer */
+        natsSubscription_Destroy(sub);
+    }
+    if (s != NATS_OK) {
+        printf("err %s/%d\n", natsStatus_GetText(s), (int)je);
+        return false;
+    }
+    return true;
+}
+
+static void read_range(const char *stream, const char *subject, uint64_t from, uint64_t max)
 {
     jsStreamInfo *si = NULL;
     jsErrCode je = 0;
@@ -158,26 +223,20 @@ static void read_range(const char *stream, uint64_t from, uint64_t max)
         return;
     }
     uint64_t last = si->State.LastSeq, first = si->State.FirstSeq;
+    const char *leader = si->Cluster && si->Cluster->Leader && si->Cluster->Leader[0] ? si->Cluster->Leader : "-";
+    printf("hwm %" PRIu64 " %" PRIu64 " %s\n", last, first, leader);
+    int led = strcmp(leader, "-") != 0;
     jsStreamInfo_Destroy(si);
-    printf("hwm %" PRIu64 " %" PRIu64 "\n", last, first);
-    for (uint64_t q = from; q <= last && q < from + max; q++) {
-        natsMsg *m = NULL;
-        s = js_GetMsg(&m, js, stream, q, NULL, &je);
-        if (s == NATS_OK)
-            printf("msg %" PRIu64 " %.*s\n", q, natsMsg_GetDataLength(m), natsMsg_GetData(m));
-        else if (s == NATS_NOT_FOUND)
-            printf("gone %" PRIu64 "\n", q);
-        else {
-            printf("err %s/%d\n", natsStatus_GetText(s), (int)je);
-            natsMsg_Destroy(m);
-            return;
-        }
-        natsMsg_Destroy(m);
+    if (!led) {
+        printf("end %" PRIu64 "\n", from - 1);
+        return;
     }
-    printf("end\n");
+    uint64_t upto = last < from + max - 1 ? last : from + max - 1;
+    if (from <= upto && !read_ordered(stream, subject, from, upto)) return;
+    printf("end %" PRIu64 "\n", from <= upto ? upto : from - 1);
 }
 
-static int do_read(const char *stream)
+static int do_read(const char *stream, const char *subject)
 {
     char line[256];
     while (fgets(line, sizeof line, stdin)) {
@@ -186,7 +245,7 @@ static int do_read(const char *stream)
             fprintf(stderr, "nats-client: read: bad command %s", line);
             return 2;
         }
-        read_range(stream, from, max);
+        read_range(stream, subject, from, max);
         fflush(stdout);
     }
     return 0;
@@ -200,7 +259,7 @@ int main(int argc, char **argv)
     }
     const char *mode = argv[1];
     if (!strcmp(mode, "publish") && argc == 5) wait_ms = atoll(argv[4]);
-    else if (!strcmp(mode, "read") && argc == 5) wait_ms = atoll(argv[4]);
+    else if (!strcmp(mode, "read") && argc == 6) wait_ms = atoll(argv[5]);
     else if (strcmp(mode, "create") || argc != 6) {
         fprintf(stderr, "nats-client: bad arguments for %s\n", mode);
         return 2;
@@ -209,7 +268,7 @@ int main(int argc, char **argv)
     int rc;
     if (!strcmp(mode, "create")) rc = do_create(argv[3], argv[4], atoi(argv[5]));
     else if (!strcmp(mode, "publish")) rc = do_publish(argv[3]);
-    else rc = do_read(argv[3]);
+    else rc = do_read(argv[3], argv[4]);
     jsCtx_Destroy(js);
     natsConnection_Destroy(nc);
     nats_Close();

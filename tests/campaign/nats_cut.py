@@ -16,12 +16,17 @@ delayed allocation), the file system under both peers here:
 - names: a sync commits the journal, and the journal commits on its own
   every 5 s; so every name change before max(the last sync, the cut minus a
   seeded 0-5 s) survives, and later ones are undone (a new file goes, a
-  removed one comes back as of its last sync);
-- a synced file comes back as of its last sync, plus a seeded whole-page
-  part of what was appended since; pages overwritten since are each kept or
-  reverted, seeded;
+  removed one comes back as of its last sync, a file renamed over a synced
+  one gives way to it again). A name's time is when the scanner (every
+  0.2 s) first saw its inode under it;
+- a synced file (the same inode) comes back as of its last sync, plus a
+  seeded whole-page part of what was appended since; rewritten since, the
+  first k of its new pages reached the disk over the old bytes (k seeded);
 - a never-synced file whose name survives keeps a seeded whole-page prefix
   (writeback may have reached any part of it).
+Not modelled: a never-synced file removed after the journal's reach point
+does not come back (its bytes were never copied), which can only cost NATS
+a file its own rules never made durable.
 After the cut the shadow is the whole directory: what survived is durable.
 """
 import os
@@ -43,10 +48,12 @@ class SyncTracer:
     """The syncs of one server's data directory ROOT, kept in SHADOW."""
 
     def __init__(self, root, shadow, log):
-        self.root, self.shadow, self.log = os.path.abspath(root), shadow, log
+        # strace names files by their real path
+        self.root, self.shadow, self.log = os.path.realpath(root), shadow, log
         self.files = os.path.join(shadow, "files")
         self.dirsynced = {}  # rel dir -> names it held at its last sync
-        self.born, self.gone = {}, {}  # rel path -> when it appeared / went
+        self.born, self.gone = {}, {}  # rel path -> (inode, when it appeared) / when it went
+        self.synced_ino = {}  # rel path -> the inode its shadow copy was taken from
         self.last_sync = 0.0
         self.syncs = 0  # syncs seen, reported with each cut
         self.pending = {}
@@ -90,6 +97,7 @@ class SyncTracer:
                 m = CALL.match(line)
                 if m:
                     pid, call, path, rest = m.groups()
+                    path = unescape(path)
                     if "<unfinished" in rest:
                         self.pending[pid] = path
                     elif OK.search(rest):
@@ -123,15 +131,19 @@ class SyncTracer:
         dst = os.path.join(self.files, r)
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         try:
-            shutil.copyfile(os.path.join(self.root, r), dst + ".tmp")
+            with open(os.path.join(self.root, r), "rb") as src:
+                ino = os.fstat(src.fileno()).st_ino
+                with open(dst + ".tmp", "wb") as out:
+                    shutil.copyfileobj(src, out)
             os.replace(dst + ".tmp", dst)
+            self.synced_ino[r] = ino
         except OSError:
             pass  # gone between the sync and the copy: its removal came after
 
     def snapshot_all(self):
         shutil.rmtree(self.files, ignore_errors=True)
         os.makedirs(self.files)
-        self.dirsynced = {}
+        self.dirsynced, self.synced_ino = {}, {}
         for d, _dirs, names in os.walk(self.root):
             r = os.path.relpath(d, self.root)
             self.dirsynced[r] = set(os.listdir(d))
@@ -140,18 +152,23 @@ class SyncTracer:
 
     # --- when names come and go ---
     def scan_loop(self):
-        while not self.stop_ev.wait(0.5):
+        while not self.stop_ev.wait(0.2):
             self.scan()
 
     def scan(self):
-        now, seen = time.time(), set()
+        """Notes each name's inode and when it first showed it (a name
+        renamed over or made again is a new birth), and when a name went."""
+        now, seen = time.time(), {}
         for d, _dirs, names in os.walk(self.root):
             for n in names:
-                seen.add(os.path.normpath(os.path.relpath(os.path.join(d, n), self.root)))
+                try:
+                    seen[os.path.normpath(os.path.relpath(os.path.join(d, n), self.root))] = os.lstat(os.path.join(d, n)).st_ino
+                except OSError:
+                    pass
         with self.lock:
-            for r in seen:
-                if r not in self.born:
-                    self.born[r] = now
+            for r, ino in seen.items():
+                if r not in self.born or self.born[r][0] != ino:
+                    self.born[r] = (ino, now)
                     self.gone.pop(r, None)
             for r in list(self.born):
                 if r not in seen:
@@ -163,7 +180,7 @@ class SyncTracer:
         """A wiped directory: nothing of it is left to come back."""
         shutil.rmtree(self.files, ignore_errors=True)
         os.makedirs(self.files)
-        self.dirsynced, self.born, self.gone = {}, {}, {}
+        self.dirsynced, self.born, self.gone, self.synced_ino = {}, {}, {}, {}
 
     def cut(self, seed):
         rng = random.Random(seed)
@@ -171,15 +188,19 @@ class SyncTracer:
         now = time.time()
         reach = max(self.last_sync, now - rng.uniform(0, 5))
         kept = cut_files = dropped = revived = 0
-        for r in sorted(self.born):
+        for r, (ino, born) in sorted(self.born.items()):
             p, s = os.path.join(self.root, r), os.path.join(self.files, r)
-            if os.path.exists(s):
-                write(p, merge(read(s), read(p), rng))
+            name_reached = born <= reach or os.path.basename(r) in self.dirsynced.get(os.path.dirname(r) or ".", ())
+            if os.path.exists(s) and self.synced_ino.get(r) == ino:
+                write(p, merge(read(s), read(p), rng))  # the file its last sync covered
                 cut_files += 1
-            elif self.born[r] <= reach or os.path.basename(r) in self.dirsynced.get(os.path.dirname(r) or ".", ()):
+            elif name_reached:  # never synced (or a replacement of a synced file) and its name durable
                 cur = read(p)
                 write(p, cur[:rng.randint(0, pages(cur)) * PAGE])
                 kept += 1
+            elif os.path.exists(s):  # a replacement whose rename did not reach the journal: the old file is back
+                write(p, read(s))
+                revived += 1
             else:
                 os.unlink(p)
                 dropped += 1
@@ -190,7 +211,8 @@ class SyncTracer:
                 shutil.copyfile(s, os.path.join(self.root, r))
                 revived += 1
         self.snapshot_all()
-        self.born = {r: 0.0 for r in self.born}
+        self.scan()
+        self.born = {r: (ino, 0.0) for r, (ino, _t) in self.born.items()}
         self.gone = {}
         return ("%d syncs seen; %d synced files cut back, %d never-synced files kept (a prefix), %d dropped, %d removed files back; "
                 "names reached %.1f s before the cut" % (self.syncs, cut_files, kept, dropped, revived, now - reach))
@@ -201,17 +223,20 @@ def pages(b):
 
 
 def merge(base, cur, rng):
-    """A synced file after a cut: its synced bytes, a whole-page part of an
-    append since, or per page the old or the new bytes of an overwrite."""
+    """A synced file after a cut: its synced bytes and a whole-page part of
+    an append since; or, rewritten since, the first k of its new pages
+    reached the disk over the old bytes (k seeded, up to all of them)."""
     if cur.startswith(base):
         tail = cur[len(base):]
         return base + tail[:rng.randint(0, pages(tail)) * PAGE]
-    n, lengths = max(len(base), len(cur)), (len(base), len(cur))
-    base, cur = base.ljust(n, b"\0"), cur.ljust(n, b"\0")  # unwritten bytes read as zeros
-    out = bytearray()
-    for i in range(pages(cur)):
-        out += (cur if rng.random() < 0.5 else base)[i * PAGE:(i + 1) * PAGE]
-    return bytes(out[:rng.choice(lengths)])
+    k = rng.randint(0, pages(cur))
+    return cur if k == pages(cur) else cur[:k * PAGE] + base[k * PAGE:]
+
+
+def unescape(path):
+    """strace -y writes a path's non-printable and special bytes as \\ooo."""
+    raw = re.sub(r"\\([0-7]{1,3})", lambda m: chr(int(m.group(1), 8)), path)
+    return raw.encode("latin-1", "replace").decode("utf-8", "surrogateescape")
 
 
 def read(p):

@@ -198,6 +198,9 @@ class Nats(Cluster):
                 return x["leader"]
         return None
 
+    def applies(self, f):
+        return not_applicable(f) is None
+
     def acks(self, _policy):
         return "quorum"  # JetStream acknowledges once its raft quorum stored a message
 
@@ -231,29 +234,31 @@ class Helper:
 
     def ask(self, line, until):
         """Sends one line, returns the reply lines up to (and with) the first
-        for which until(line) is true; None on a timeout or a dead helper."""
-        if self.p is None or self.p.poll() is not None:
-            self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      text=True, bufsize=1)
-        try:
-            self.p.stdin.write(line + "\n")
-            self.p.stdin.flush()
-        except OSError:
-            self.close()
-            return None
-        out, end = [], time.monotonic() + self.timeout
-        timer = threading.Timer(self.timeout, self.close)
+        for which until(line) is true; None on a timeout or a dead helper,
+        which is then killed: a late reply must never answer the next
+        question (helper-15)."""
+        p = self.p
+        if p is None or p.poll() is not None:
+            p = self.p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        timer = threading.Timer(self.timeout, self.close)  # a read blocked past the timeout ends with the kill
         timer.start()
         try:
+            p.stdin.write(line + "\n")
+            p.stdin.flush()
+            out, end = [], time.monotonic() + self.timeout
             while time.monotonic() < end:
-                got = self.p.stdout.readline() if self.p else ""
+                got = p.stdout.readline()
                 if not got:
-                    return None
+                    break
                 out.append(got.rstrip("\n"))
                 if until(out[-1]):
                     return out
+        except (OSError, ValueError):
+            pass
         finally:
             timer.cancel()
+        self.close()
         return None
 
     def close(self):
@@ -293,23 +298,26 @@ class NatsProducer(Producer):
 
 
 class NatsConsumer(Consumer):
-    """Follows one stream from sequence 1 by direct reads; its HWM is the
-    stream's last sequence + 1 (as a Felix HWM is the next offset)."""
+    """Follows one stream from sequence 1, up to 5000 records a read (an
+    ordered consumer from the next sequence); its HWM is the stream's last
+    sequence + 1 (as a Felix HWM is the next offset)."""
 
     def __init__(self, nats, stream, shard, t0, stop):
         super().__init__(None, stream, shard, t0, stop)
-        self.client = Helper([nats.client_bin, "read", nats.servers, "%s_%d" % (stream, shard), "5000"], 20)
+        self.client = Helper([nats.client_bin, "read", nats.servers, "%s_%d" % (stream, shard), "%s.%d" % (stream, shard), "5000"], 30)
         self.next = 1
 
     def fetch_once(self):
-        reply = self.client.ask("%d 500" % self.next, lambda line: line == "end" or line.startswith("err "))
-        if not reply or reply[-1] != "end" or not reply[0].startswith("hwm "):
+        reply = self.client.ask("%d 5000" % self.next, lambda line: line.startswith(("end ", "err ")))
+        if not reply or not reply[-1].startswith("end ") or not reply[0].startswith("hwm "):
             return False
+        if reply[0].split()[3] == "-":
+            return False  # no leader: each replica answered its own last sequence (helper-15)
         hwm = int(reply[0].split()[1]) + 1
-        recs, nxt = [], self.next
+        nxt = int(reply[-1].split()[1]) + 1  # read through that sequence
+        recs = []
         for line in reply[1:-1]:
             w = line.split(" ", 2)
-            nxt = int(w[1]) + 1
             if w[0] == "msg":
                 recs.append((int(w[1]), 0, w[2] if len(w) > 2 else ""))
         now = time.monotonic() - self.t0
@@ -319,8 +327,14 @@ class NatsConsumer(Consumer):
         return True
 
 
+def not_applicable(f):
+    """Why NATS cannot be given fault f, or None."""
+    if f["kind"] == "oneway" and f["param"] == "cp":
+        return "NATS has no control-plane process (a broker that stops hearing it)"
+    return NOT_APPLICABLE.get(f["kind"])
+
+
 def applicability(faults):
     """The schedule's faults NATS cannot be given, with why."""
-    return [{"fault": i, "kind": f["kind"], "why": NOT_APPLICABLE[f["kind"]]}
-            for i, f in enumerate(faults) if f["kind"] in NOT_APPLICABLE]
+    return [{"fault": i, "kind": f["kind"], "why": not_applicable(f)} for i, f in enumerate(faults) if not_applicable(f)]
 

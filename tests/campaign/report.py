@@ -16,6 +16,7 @@ def figures(runs):
     avail = collections.defaultdict(list)
     never = collections.Counter()
     pavail, pnever = collections.defaultdict(list), collections.Counter()
+    outage = collections.defaultdict(list)
     for r in runs:
         for k, v in r.get("figures", {}).items():
             tot[k] += v
@@ -25,6 +26,9 @@ def figures(runs):
                 tot["not_applicable"] += 1
                 continue
             kinds[f["kind"]] += 1
+        for i, (kind, secs) in enumerate(r.get("outages", [])):
+            if i not in skip:
+                outage[kind].append(secs)
         for i, (kind, secs) in enumerate(r.get("producer_availability", [])):
             if i not in skip:
                 (pavail[kind].append(secs) if secs is not None else pnever.update([kind]))
@@ -35,7 +39,7 @@ def figures(runs):
                 never[kind] += 1
             else:
                 avail[kind].append(secs)
-    return tot, kinds, avail, never, pavail, pnever
+    return tot, kinds, avail, never, pavail, pnever, outage
 
 
 def fmt(x):
@@ -43,27 +47,29 @@ def fmt(x):
 
 
 def table(runs, a, peer="felix"):
-    tot, kinds, avail, never, pavail, pnever = figures(runs)
+    tot, kinds, avail, never, pavail, pnever, outage = figures(runs)
     failed = [r for r in runs if r.get("violations")]
     lines = [
-        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | false failovers | abandons: stated risk / acknowledged lost |",
-        "|---|---|---|---|---|---|---|---|",
-        "| %s | %d | %d | %d | %d / %d | %d / %d | %d | %d: %d / %d |" % (
+        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | unreadable | false failovers (fault-free s checked) | abandons: stated risk / acknowledged lost |",
+        "|---|---|---|---|---|---|---|---|---|",
+        "| %s | %d | %d | %d | %d / %d | %d / %d | %d | %d (%d s) | %d: %d / %d |" % (
             peer, len(runs), len(failed), sum(kinds.values()), tot["acked_quorum"], tot["acked_leader"],
-            tot["lost_quorum"], tot["lost_leader"], tot["false_failovers"], sum(len(r.get("abandons", [])) for r in runs),
-            tot["abandoned_risk"], tot["abandoned_lost"]),
+            tot["lost_quorum"], tot["lost_leader"], tot["unreadable"], tot["false_failovers"], tot["fault_free_s"],
+            sum(len(r.get("abandons", [])) for r in runs), tot["abandoned_risk"], tot["abandoned_lost"]),
         "",
-        "Availability: seconds from a fault's end until every shard is `Active`; and as the producers saw it:",
-        "from the first publish sent after the end to the first acknowledged one (the slowest shard).",
+        "Availability, seconds: from a fault's end until every shard is `Active`; the longest stretch with a shard",
+        "not `Active` from its start to two leases and a second after its end; and as the producers saw it, from",
+        "the first publish sent after the end to the first acknowledged one (the slowest shard).",
         "",
-        "| fault | count | Active p50 s | p99 s | max s | not Active by the run's end | producers p50 s | p99 s | max s | never acknowledged again |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| fault | count | to Active p50 | p99 | max | not Active by the run's end | longest outage p50 | p99 | max | producers p50 | p99 | max | never acknowledged again |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind in sorted(kinds):
-        xs, ps = avail.get(kind, []), pavail.get(kind, [])
-        lines.append("| %s | %d | %s | %s | %s | %d | %s | %s | %s | %d |" % (
+        xs, ps, os_ = avail.get(kind, []), pavail.get(kind, []), outage.get(kind, [])
+        lines.append("| %s | %d | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %d |" % (
             kind, kinds[kind], fmt(check.percentile(xs, 50)), fmt(check.percentile(xs, 99)),
-            fmt(max(xs) if xs else None), never[kind], fmt(check.percentile(ps, 50)), fmt(check.percentile(ps, 99)),
+            fmt(max(xs) if xs else None), never[kind], fmt(check.percentile(os_, 50)), fmt(check.percentile(os_, 99)),
+            fmt(max(os_) if os_ else None), fmt(check.percentile(ps, 50)), fmt(check.percentile(ps, 99)),
             fmt(max(ps) if ps else None), pnever[kind]))
     return "\n".join(lines)
 

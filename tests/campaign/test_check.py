@@ -173,6 +173,49 @@ class Availability(unittest.TestCase):
 
 
 
+class ReusedOffset(unittest.TestCase):
+    """A lost record whose offset was acknowledged again to another one."""
+
+    def test_first_acknowledgement_is_counted_lost(self):
+        p = P("s", 0, [(1.0, 1.0, "ok", 10, ["a"], "x"), (30.0, 30.0, "ok", 10, ["b"], "y")])
+        v, fig = [], figures()
+        check.check_acked(check.acked_records([p]), {("s", 0): {10: "b"}}, {"s": "quorum"}, WINDOWS, v, fig)
+        self.assertEqual(fig["acked_quorum"], 2)
+        self.assertEqual(fig["lost_quorum"], 1)
+        self.assertEqual([x[0] for x in v], ["acked_lost"])
+        self.assertIn("acknowledged 'a', now 'b'", v[0][1])
+
+    def test_unreadable_is_counted_apart(self):
+        p = P("s", 0, [(1.0, 1.0, "ok", 10, ["a", "b"], "x")])
+        v, fig = [], figures()
+        check.check_acked(check.acked_records([p]), {("s", 0): None}, {"s": "quorum"}, WINDOWS, v, fig)
+        self.assertEqual(fig["unreadable"], 2)
+        self.assertEqual([x[0] for x in v], ["unreadable"])
+
+
+class Outages(unittest.TestCase):
+    """The longest stretch with a shard not Active, inside a fault's window
+    [10, 19]."""
+
+    def test_an_outage_after_the_end_counts(self):
+        tl = [(0.0, "a", "Active", 1, "x"), (15.0, "a", "Fencing", 1, None), (17.5, "a", "Active", 2, "y")]
+        self.assertEqual(check.outages(tl, FAULT, ["a"], 2.0), [("kill", 2.5)])
+        # the view of availability: Active at the end, so 0 s
+        self.assertEqual(check.availability(tl, FAULT, ["a"]), [("kill", 0.0)])
+
+    def test_clipped_to_the_window(self):
+        tl = [(0.0, "a", "Active", 1, "x"), (8.0, "a", "Fencing", 1, None), (12.0, "a", "Active", 2, "y"),
+              (18.0, "a", "Fencing", 2, None)]
+        self.assertEqual(check.outages(tl, FAULT, ["a"], 2.0), [("kill", 2.0)])
+
+    def test_fault_free_seconds(self):
+        self.assertEqual(check.uncovered(0.0, 30.0, [(10.0, 19.0), (15.0, 22.0)]), 18.0)
+        self.assertEqual(check.uncovered(0.0, 20.0, [(0.0, 25.0)]), 0.0)
+        fig = figures()
+        check.check_false_failovers([], [], FAULT, 2.0, 30.0, [], fig)
+        self.assertEqual(fig["fault_free_s"], 21.0)
+
+
 class ProducerAvailability(unittest.TestCase):
     """From the first publish after a fault's end to the first acknowledged one."""
 
