@@ -193,7 +193,8 @@ def producer_availability(producers, faults):
     """Per fault, as the producers saw it: for each shard, from the first
     publish it sent after the fault's end to the first acknowledged one sent
     after the end; the fault's figure is the longest over its shards (None:
-    a shard that tried and was never acknowledged again). A shard whose
+    a shard that tried and was not acknowledged again before the run's
+    traffic stopped). A shard whose
     producer sent nothing after the end does not count (an idle stretch is
     not an outage)."""
     out = []

@@ -61,7 +61,7 @@ def table(runs, a, peer="felix"):
         "not `Active` from its start to two leases and a second after its end; and as the producers saw it, from",
         "the first publish sent after the end to the first acknowledged one (the slowest shard).",
         "",
-        "| fault | count | to Active p50 | p99 | max | not Active by the run's end | longest outage p50 | p99 | max | producers p50 | p99 | max | never acknowledged again |",
+        "| fault | count | to Active p50 | p99 | max | not Active by the run's end | longest outage p50 | p99 | max | producers p50 | p99 | max | not acknowledged again by the run's end |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind in sorted(kinds):
