@@ -146,14 +146,28 @@ net_delay() {
   # is not the delayer's (ip netns exec becomes the program it runs)
   ip netns exec "$(net_ns "$id" "$node")" "$bin" 0 "$ms" "$jit" "$pct" "$seed" >"$log" 2>&1 </dev/null &
   echo $! >"$pidf"
-  local k
+  local k pid
+  pid=$(cat "$pidf")
   for k in $(seq 1 50); do # bound to its queue within 5 s
     grep -q '^delayer: queue' "$log" 2>/dev/null && break
-    kill -0 "$(cat "$pidf")" 2>/dev/null || { cat "$log" >&2; rm -f "$pidf"; return 1; }
+    net_alive "$pid" || break # exited (a zombie until its shell reaps it counts as exited)
     sleep 0.1
   done
+  grep -q '^delayer: queue' "$log" 2>/dev/null || {
+    cat "$log" >&2
+    kill "$pid" 2>/dev/null
+    rm -f "$pidf"
+    return 1
+  }
   net_exec "$id" "$node" iptables -w -I INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass \
     -m comment --comment felixcampaign-delay
+}
+
+# net_alive PID — PID runs (not gone, not a zombie)
+net_alive() {
+  local state
+  state=$(awk '/^State:/ {print $2}' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
 }
 
 # net_undelay ID NODE — the delay rule gone, then the delayer (it lets every
@@ -168,7 +182,7 @@ net_undelay() {
   pid=$(cat "$pidf")
   kill "$pid" 2>/dev/null || true
   for k in $(seq 1 50); do # gone within 5 s, its queue free for the next
-    kill -0 "$pid" 2>/dev/null || break
+    net_alive "$pid" || break
     sleep 0.1
   done
   rm -f "$pidf"
