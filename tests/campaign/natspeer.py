@@ -299,8 +299,10 @@ class NatsProducer(Producer):
 
 class NatsConsumer(Consumer):
     """Follows one stream from sequence 1, up to 5000 records a read (an
-    ordered consumer from the next sequence); its HWM is the stream's last
-    sequence + 1 (as a Felix HWM is the next offset)."""
+    ordered consumer from the next sequence, which NATS places on one of
+    the stream's replicas and which delivers from that replica's store, as
+    any NATS consumer does); its HWM is the stream's last sequence + 1 (as
+    a Felix HWM is the next offset)."""
 
     def __init__(self, nats, stream, shard, t0, stop):
         super().__init__(None, stream, shard, t0, stop)
