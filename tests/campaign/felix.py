@@ -84,6 +84,42 @@ class Cluster:
         p = self.procs.get(name)
         return p is not None and p.poll() is None
 
+    def spawn(self, name, node, argv, env):
+        out = open(self.path(name + ".log"), "a")
+        out.write("# campaign: started at %.1f\n" % time.time())
+        out.flush()
+        self.procs[name] = subprocess.Popen(["ip", "netns", "exec", "fx%s-%s" % (self.net_id, node)] + argv,
+                                            env=env, stdout=out, stderr=out, start_new_session=True)
+        out.close()
+
+    def pid(self, name):
+        """The process a signal for NAME goes to (None: not running)."""
+        p = self.procs.get(name)
+        return p.pid if p is not None and p.poll() is None else None
+
+    def signal(self, name, sig):
+        pid = self.pid(name)
+        if pid is None:
+            return False
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    def kill(self, name):
+        if self.signal(name, signal.SIGKILL):
+            self.procs[name].wait(30)
+
+    def stop_all(self):
+        for name in list(self.procs):
+            self.signal(name, signal.SIGCONT)
+            self.kill(name)
+
+    def all_active(self):
+        s = self.shards()
+        return bool(s) and all(x["state"] == "Active" for x in s)
+
     def wait(self, what, cond, seconds, hold=0.0):
         """Waits until cond() is true (for `hold` seconds in a row)."""
         end = time.monotonic() + seconds
@@ -111,14 +147,6 @@ class Felix(Cluster):
         self.api = ControlPlaneAPI(self.cp_url, self.cp_db + ".admin-token")
         self.env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0",
                         UBSAN_OPTIONS="print_stacktrace=1")
-
-    def spawn(self, name, node, argv, env):
-        out = open(self.path(name + ".log"), "a")
-        out.write("# campaign: started at %.1f\n" % time.time())
-        out.flush()
-        self.procs[name] = subprocess.Popen(["ip", "netns", "exec", "fx%s-%s" % (self.net_id, node)] + argv,
-                                            env=env, stdout=out, stderr=out, start_new_session=True)
-        out.close()
 
     def start_cp(self):
         os.makedirs(self.path("cp"), exist_ok=True)
@@ -162,10 +190,6 @@ class Felix(Cluster):
     def shards(self, timeout=2):
         return self.api.get("/v1/shards", timeout=timeout)
 
-    def all_active(self):
-        s = self.shards()
-        return bool(s) and all(x["state"] == "Active" for x in s)
-
     def leader_of(self, shard):
         stream, n = shard.split("/")
         d = self.api.get("/v1/shards/%s/%s" % (stream, n)) or {}
@@ -191,17 +215,6 @@ class Felix(Cluster):
         return read_all(self.api, stream, shard, deadline)
 
     # --- process faults ---
-    def signal(self, name, sig):
-        p = self.procs.get(name)
-        if p is not None and p.poll() is None:
-            os.kill(p.pid, sig)
-            return True
-        return False
-
-    def kill(self, name):
-        if self.signal(name, signal.SIGKILL):
-            self.procs[name].wait(30)
-
     def start(self, name):
         if not self.running(name):
             self.start_cp() if name == "cp" else self.start_broker(name)
@@ -228,8 +241,3 @@ class Felix(Cluster):
             open(p, "w").close()
         elif os.path.exists(p):
             os.unlink(p)
-
-    def stop_all(self):
-        for name in list(self.procs):
-            self.signal(name, signal.SIGCONT)
-            self.kill(name)

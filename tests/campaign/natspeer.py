@@ -21,7 +21,6 @@ what came after, by the rules of Felix's own seeded cut.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -73,16 +72,11 @@ class Nats(Cluster):
         os.makedirs(self.path(b), exist_ok=True)
         tracer = self.tracers.get(b) or nats_cut.SyncTracer(self.path(b), self.path("shadow." + b), self.log)
         self.tracers[b] = tracer
-        out = open(self.path(b + ".log"), "a")
-        out.write("# campaign: started at %.1f\n" % time.time())
-        out.flush()
-        argv = ["ip", "netns", "exec", "fx%s-%s" % (self.net_id, b)] + tracer.wrap(["nats-server", "-c", self.config(b)])
-        self.procs[b] = subprocess.Popen(argv, stdout=out, stderr=out, start_new_session=True)
-        out.close()
+        self.spawn(b, b, tracer.wrap(["nats-server", "-c", self.config(b)]), os.environ)
         tracer.follow()
 
-    def server_pid(self, name):
-        """The nats-server process: strace's child."""
+    def pid(self, name):
+        """A signal goes to nats-server, strace's child."""
         p = self.procs.get(name)
         if p is None or p.poll() is not None:
             return None
@@ -91,20 +85,6 @@ class Nats(Cluster):
         except OSError:
             return None
         return int(kids[0]) if kids else None
-
-    def signal(self, name, sig):
-        pid = self.server_pid(name)
-        if pid is None:
-            return False
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            return False
-        return True
-
-    def kill(self, name):
-        if self.signal(name, signal.SIGKILL):
-            self.procs[name].wait(30)
 
     def start(self, name):
         if name in self.brokers and not self.running(name):
@@ -123,14 +103,11 @@ class Nats(Cluster):
         shutil.rmtree(self.path(b), ignore_errors=True)
         self.tracers[b].forget()
 
-    def switch(self, name, on):
-        if on:
-            self.log("not applicable to NATS: %s (%s)" % (name, NOT_APPLICABLE["slowdisk"]))
+    def switch(self, _name, _on):
+        pass  # the fault library's switches; the faults that set them are not applied to NATS
 
     def stop_all(self):
-        for name in list(self.procs):
-            self.signal(name, signal.SIGCONT)
-            self.kill(name)
+        super().stop_all()
         for t in self.tracers.values():
             t.stop()
 
@@ -186,10 +163,6 @@ class Nats(Cluster):
                         "generation": self.gen.get(name, 0), "leader": lead if agreed else None,
                         "hwm": own[1] + 1 if agreed else 0, "detail": "" if agreed else "no agreed leader (%s)" % named})
         return out
-
-    def all_active(self):
-        s = self.shards()
-        return bool(s) and all(x["state"] == "Active" for x in s)
 
     def leader_of(self, shard):
         stream, n = shard.split("/")

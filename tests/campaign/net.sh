@@ -135,6 +135,9 @@ net_rate() {
   net_exec "$1" "$2" tc qdisc replace dev eth0 root tbf rate "$3" burst 32kbit latency 2s
 }
 
+# the rule that hands a node's input (but loopback) to its delayer
+NET_DELAY_RULE=(INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass -m comment --comment felixcampaign-delay)
+
 net_delay() {
   local id=$1 node=$2 ms=$3 jit=$4 pct=$5 seed=${6:-1}
   local bin=${NET_DELAYER:-${FELIX_BUILD:-build}/tools/delayer} pidf log
@@ -145,9 +148,8 @@ net_delay() {
   # not net_exec: a function run in the background is a subshell, whose pid
   # is not the delayer's (ip netns exec becomes the program it runs)
   ip netns exec "$(net_ns "$id" "$node")" "$bin" 0 "$ms" "$jit" "$pct" "$seed" >"$log" 2>&1 </dev/null &
-  echo $! >"$pidf"
-  local k pid
-  pid=$(cat "$pidf")
+  local k pid=$!
+  echo "$pid" >"$pidf"
   for k in $(seq 1 50); do # bound to its queue within 5 s
     grep -q '^delayer: queue' "$log" 2>/dev/null && break
     net_alive "$pid" || break # exited (a zombie until its shell reaps it counts as exited)
@@ -159,8 +161,7 @@ net_delay() {
     rm -f "$pidf"
     return 1
   }
-  net_exec "$id" "$node" iptables -w -I INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass \
-    -m comment --comment felixcampaign-delay
+  net_exec "$id" "$node" iptables -w -I "${NET_DELAY_RULE[@]}"
 }
 
 # net_alive PID — PID runs (not gone, not a zombie)
@@ -175,8 +176,7 @@ net_alive() {
 net_undelay() {
   local pidf
   pidf=$(net_nodes "$1").$2.delayer
-  while net_exec "$1" "$2" iptables -w -D INPUT ! -i lo -j NFQUEUE --queue-num 0 --queue-bypass \
-    -m comment --comment felixcampaign-delay 2>/dev/null; do :; done
+  while net_exec "$1" "$2" iptables -w -D "${NET_DELAY_RULE[@]}" 2>/dev/null; do :; done
   [ -e "$pidf" ] || return 0
   local pid k
   pid=$(cat "$pidf")

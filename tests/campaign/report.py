@@ -80,10 +80,9 @@ def write(runs, a, path):
         getattr(a, "peer", "felix"), datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC"), len(runs), min(seeds), max(seeds),
         a.duration, ",".join(a.kinds))
     body = table(runs, a, getattr(a, "peer", "felix"))
-    tot = figures(runs)[0]
-    if tot["not_applicable"]:
-        na = collections.Counter((x["kind"], x["why"]) for r in runs for x in r.get("not_applicable", []))
-        body += "\n\nNot applied to %s (%d of the schedules' faults, counted nowhere above):\n\n" % (getattr(a, "peer", "felix"), tot["not_applicable"])
+    na = collections.Counter((x["kind"], x["why"]) for r in runs for x in r.get("not_applicable", []))
+    if na:
+        body += "\n\nNot applied to %s (%d of the schedules' faults, counted nowhere above):\n\n" % (getattr(a, "peer", "felix"), sum(na.values()))
         body += "\n".join("- %s × %d: %s" % (k, n, why) for (k, why), n in sorted(na.items()))
     fails = []
     for r in runs:
