@@ -138,36 +138,27 @@ static void add_leftovers(const char *dir, cJSON *j) {
   if (d) closedir(d);
 }
 
-static pid_t lock_holder(const char *dir) {
-  int fd;
-  if (felix_open_dir(AT_FDCWD, dir, &fd, NULL)) return 0;
-  pid_t p = felix_dir_lock_holder(fd);
-  close(fd);
-  return p;
-}
-
 int cmd_summary(const inspect_opts *o) {
   const char *dir = o->args[0];
   next_start ns;
   felix_err err;
   if (inspect_next_start(dir, &ns, &err))
-    return inspect_fail(&err, err.status == FELIX_E_CORRUPT ? "felix-inspect verify DATADIR lists every problem" : NULL);
+    return inspect_fail(&err, err.status == FELIX_E_CORRUPT ? "felix-inspect verify DATADIR lists every problem" : next_start_hint(&err));
   char **names;
   size_t n;
   if (felix_list_shard_dirs(dir, &names, &n, &err)) return inspect_fail(&err, NULL);
-  pid_t holder = lock_holder(dir);
+  pid_t holder = ns.holder;
   size_t problems = 0;
   cJSON *j = o->json ? inspect_next_start_json(&ns) : NULL, *arr = NULL;
   if (j) {
-    cJSON_AddItemToObject(j, "locked_by_pid", holder ? cJSON_CreateNumber(holder) : cJSON_CreateNull());
     add_leftovers(dir, j);
     arr = cJSON_AddArrayToObject(j, "shards");
   } else {
     printf("data directory %s\n", dir);
     inspect_next_start_print(&ns);
-    printf("lock:         %s", holder ? "held by a running broker, pid " : "not held");
-    if (holder) printf("%ld (what you see may change under you)", (long)holder);
-    printf("\n");
+    if (!holder) printf("lock:         not held\n");
+    else printf("lock:         held by %spid %ld (what you see may change under you)\n",
+                ns.running ? "the broker running now, " : "", (long)holder);
     add_leftovers(dir, NULL);
     printf("shards:       %zu\n", n);
   }

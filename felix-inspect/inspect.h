@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "felix/error.h"
 #include "felix/exitcode.h"
@@ -30,7 +31,8 @@ int inspect_fail(const felix_err *err, const char *hint);
 void inspect_print_json(cJSON *v);
 void inspect_time_text(uint64_t micros, char out[40]);
 
-/* What the next broker start will decide about the identity of datadir. */
+/* What the next broker start will decide about the identity of datadir, or,
+ * while a broker runs in it, what a start after its death would decide. */
 typedef struct next_start {
   bool have_storage_id;
   felix_storage_id sid;
@@ -41,14 +43,22 @@ typedef struct next_start {
   char boot_source[8];
   bool boot_known;
   bool token_present;
-  felix_identity_verdict verdict;
+  char token_path[4200]; /* where the token was looked for ("" without storage id or boot) */
+  pid_t holder;          /* the pid holding the directory lock, 0 when none */
+  bool running;          /* holder is the run that run-state names */
+  char missing[64];      /* the files a broker makes at its start that are not here ("" when none) */
+  felix_identity_verdict verdict;            /* next start; not meaningful while running */
+  felix_identity_verdict if_dies_up, if_dies_down; /* while running: the machine up / down */
 } next_start;
 
-/* Fails (with err) only when storage-id or run-state exist but are malformed
- * or unreadable. */
+/* Fails (with err) when datadir has none of a data directory's files
+ * (FELIX_E_NOTFOUND), or when storage-id or run-state exist but are
+ * malformed or unreadable. */
 felix_status inspect_next_start(const char *datadir, next_start *out, felix_err *err);
 cJSON *inspect_next_start_json(const next_start *ns);
 void inspect_next_start_print(const next_start *ns);
+/* The hint for a directory that is not a data directory, or NULL. */
+const char *next_start_hint(const felix_err *err);
 
 struct felix_problems;
 cJSON *inspect_problems_json(const struct felix_problems *p);

@@ -259,10 +259,18 @@ int rp_cmd_verify(rp_args *a) {
 
 /* --- restore ------------------------------------------------------------------ */
 
+/* The command as run-state's restored_by records it (truncated to fit). */
+static void restore_command(const rp_args *a, char *out, size_t cap) {
+  size_t n = (size_t)snprintf(out, cap, "felix-broker restore-point restore --from %s --data-dir %s", a->from, a->data_dir);
+  for (size_t i = 0; i < a->nshards && n < cap; i++) n += (size_t)snprintf(out + n, cap - n, " --shard %s", a->shards[i]);
+}
+
 int rp_cmd_restore(rp_args *a) {
   rp_progress_state ps;
   rp_progress_init(&ps, "restore");
-  felix_rp_restore_opts o = {a->from, a->data_dir, selection(a), rp_progress, &ps};
+  char command[512];
+  restore_command(a, command, sizeof command);
+  felix_rp_restore_opts o = {a->from, a->data_dir, selection(a), rp_progress, &ps, command};
   felix_rp_manifest m;
   felix_rp_mismatches bad;
   felix_rp_restore_result res;

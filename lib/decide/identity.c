@@ -21,13 +21,19 @@ const char *felix_last_run_name(felix_last_run r) {
   case FELIX_LAST_RUN_UNRECORDED: return "unrecorded";
   case FELIX_LAST_RUN_STOPPED: return "stopped";
   case FELIX_LAST_RUN_CRASHED: return "crashed";
+  case FELIX_LAST_RUN_RESTORED: return "restored";
   }
   return "unknown";
 }
 
 felix_last_run felix_last_run_of(const felix_run_state *rs, bool present) {
   if (!present) return FELIX_LAST_RUN_UNRECORDED;
-  return rs->state == FELIX_RUN_STOPPED ? FELIX_LAST_RUN_STOPPED : FELIX_LAST_RUN_CRASHED;
+  switch (rs->state) {
+  case FELIX_RUN_STOPPED: return FELIX_LAST_RUN_STOPPED;
+  case FELIX_RUN_RESTORED: return FELIX_LAST_RUN_RESTORED;
+  case FELIX_RUN_RUNNING: break;
+  }
+  return FELIX_LAST_RUN_CRASHED;
 }
 
 static void verdict(felix_identity_verdict *v, bool rotate, const char *reason) {
@@ -73,6 +79,8 @@ void felix_identity_decide(const felix_identity_facts *f, felix_data_dir_sync_fn
     verdict(v, true, "no run-state file: nothing says the last stop was safe");
   else if (f->last_run == FELIX_LAST_RUN_STOPPED)
     verdict(v, false, "last run stopped cleanly");
+  else if (f->last_run == FELIX_LAST_RUN_RESTORED) /* the restore synced every file and wrote a new id */
+    verdict(v, false, "restored from a restore point, no run since: the restore synced every file and its storage id is already new");
   else if (same_boot)
     decide_same_boot(f, sync, ctx, v, "on this same boot");
   else if (!relaxed && f->last_boot_known)

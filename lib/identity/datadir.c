@@ -1,6 +1,7 @@
 /* identity/datadir.c — storage-id, run-state, boot id, boot token and the directory lock. */
 #include "felix/datadir.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -69,65 +70,134 @@ felix_status felix_storage_id_load_or_create(int dirfd, const char *dir, felix_s
   return felix_storage_id_replace(dirfd, dir, out, err);
 }
 
-felix_status felix_run_state_parse(const char *buf, size_t len, const char *what,
-                                   felix_run_state *out, felix_err *err) {
-  kv_field f[] = {{"state", NULL, 0, 1}, {"fsync_mode", NULL, 0, 1}, {"boot_id", NULL, 0, 0},
-                  {"boot_id_source", NULL, 0, 0}, {"pid", NULL, 0, 1}, {"since", NULL, 0, 1},
-                  {"broker_id", NULL, 0, 0}, {"restored_from", NULL, 0, 0}};
-  size_t n = sizeof f / sizeof f[0];
-  felix_status st = kv_parse(buf, len, what, f, n, err);
-  if (st) return st;
-  memset(out, 0, sizeof *out);
-  uint64_t pid = 0;
-  if (strcmp(f[0].value, "running") == 0) out->state = FELIX_RUN_RUNNING;
-  else if (strcmp(f[0].value, "stopped") == 0) out->state = FELIX_RUN_STOPPED;
-  else st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: state=%s is neither running nor stopped", what, f[0].at, f[0].value);
-  if (!st && !felix_fsync_mode_parse(f[1].value, &out->fsync_mode))
-    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: fsync_mode=%s is not none, periodic or on_commit", what, f[1].at, f[1].value);
-  if (!st && f[2].value) {
-    if (strlen(f[2].value) == 0 || strlen(f[2].value) > FELIX_BOOT_ID_MAX)
-      st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id must have 1 to %d characters", what, f[2].at, FELIX_BOOT_ID_MAX);
-    else out->has_boot_id = true, snprintf(out->boot_id, sizeof out->boot_id, "%s", f[2].value);
+/* The fields of run-state, in the order the writer puts them. */
+enum { RS_STATE, RS_MODE, RS_BOOT, RS_BOOT_SRC, RS_PID, RS_SINCE, RS_BROKER, RS_FROM, RS_BY, RS_NFIELDS };
+
+static felix_status rs_phase(const kv_field *f, const char *what, felix_run_phase *out, felix_err *err) {
+  for (felix_run_phase p = FELIX_RUN_RUNNING; p <= FELIX_RUN_RESTORED; p++)
+    if (strcmp(f->value, felix_run_phase_name(p)) == 0) {
+      *out = p;
+      return FELIX_OK;
+    }
+  return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: state=%s is not running, stopped or restored", what, f->at, f->value);
+}
+
+/* A restored directory names no run (no fsync mode, pid, boot or broker:
+ * none ran); a run's file names its fsync mode and pid. */
+static felix_status rs_fields_of_phase(const kv_field *f, felix_run_phase phase, size_t len, const char *what,
+                                       felix_err *err) {
+  if (phase == FELIX_RUN_RESTORED) {
+    for (int i = RS_MODE; i <= RS_BROKER; i++)
+      if (i != RS_SINCE && f[i].value)
+        return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: %s= in a restored directory's run-state: no run happened", what, f[i].at, f[i].key);
+    if (!f[RS_FROM].value) return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: state=restored without restored_from=", what, len);
+    return FELIX_OK;
   }
-  if (!st && f[3].value) {
-    if (strcmp(f[3].value, "kernel") && strcmp(f[3].value, "file"))
-      st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id_source=%s is neither kernel nor file", what, f[3].at, f[3].value);
-    else if (!f[2].value)
-      st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id_source without boot_id", what, f[3].at);
-    else snprintf(out->boot_id_source, sizeof out->boot_id_source, "%s", f[3].value);
+  if (!f[RS_MODE].value) return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: required key 'fsync_mode' missing", what, len);
+  if (!f[RS_PID].value) return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: required key 'pid' missing", what, len);
+  if (f[RS_BY].value) return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: restored_by= belongs to state=restored only", what, f[RS_BY].at);
+  return FELIX_OK;
+}
+
+static felix_status rs_boot(const kv_field *f, const char *what, felix_run_state *out, felix_err *err) {
+  if (f[RS_BOOT].value) {
+    if (strlen(f[RS_BOOT].value) == 0 || strlen(f[RS_BOOT].value) > FELIX_BOOT_ID_MAX)
+      return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id must have 1 to %d characters", what, f[RS_BOOT].at, FELIX_BOOT_ID_MAX);
+    out->has_boot_id = true;
+    snprintf(out->boot_id, sizeof out->boot_id, "%s", f[RS_BOOT].value);
+  }
+  if (f[RS_BOOT_SRC].value) {
+    if (strcmp(f[RS_BOOT_SRC].value, "kernel") && strcmp(f[RS_BOOT_SRC].value, "file"))
+      return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id_source=%s is neither kernel nor file", what, f[RS_BOOT_SRC].at, f[RS_BOOT_SRC].value);
+    if (!f[RS_BOOT].value) return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: boot_id_source without boot_id", what, f[RS_BOOT_SRC].at);
+    snprintf(out->boot_id_source, sizeof out->boot_id_source, "%s", f[RS_BOOT_SRC].value);
   }
   /* The writer spells an unset source "kernel"; read it the same way so that
    * what is read formats back to the same file. */
-  if (!st && out->has_boot_id && !out->boot_id_source[0])
-    snprintf(out->boot_id_source, sizeof out->boot_id_source, "kernel");
-  if (!st) st = kv_u64(&f[4], what, &pid, err);
+  if (out->has_boot_id && !out->boot_id_source[0]) snprintf(out->boot_id_source, sizeof out->boot_id_source, "kernel");
+  return FELIX_OK;
+}
+
+/* A text field of 1 to cap-1 characters, copied to out when present. */
+static felix_status rs_text(const kv_field *f, const char *what, char *out, size_t cap, felix_err *err) {
+  if (!f->value) return FELIX_OK;
+  if (!f->value[0] || strlen(f->value) >= cap)
+    return felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: %s must have 1 to %zu characters", what, f->at, f->key, cap - 1);
+  snprintf(out, cap, "%s", f->value);
+  return FELIX_OK;
+}
+
+static felix_status rs_decode(const kv_field *f, size_t len, const char *what, felix_run_state *out, felix_err *err) {
+  felix_status st = rs_phase(&f[RS_STATE], what, &out->state, err);
+  if (!st) st = rs_fields_of_phase(f, out->state, len, what, err);
+  if (!st && f[RS_MODE].value && !felix_fsync_mode_parse(f[RS_MODE].value, &out->fsync_mode))
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: fsync_mode=%s is not none, periodic or on_commit", what, f[RS_MODE].at, f[RS_MODE].value);
+  if (!st) st = rs_boot(f, what, out, err);
+  uint64_t pid = 0;
+  if (!st && f[RS_PID].value) st = kv_u64(&f[RS_PID], what, &pid, err);
   if (!st && pid > INT64_MAX)
-    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: pid=%" PRIu64 " is out of range", what, f[4].at, pid);
-  if (!st && strlen(f[5].value) >= sizeof out->since)
-    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: since= is too long for an RFC 3339 time", what, f[5].at);
-  if (!st && f[6].value && (!f[6].value[0] || strlen(f[6].value) >= sizeof out->broker_id))
-    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: broker_id must have 1 to %zu characters", what, f[6].at, sizeof out->broker_id - 1);
-  if (!st && f[7].value && (!f[7].value[0] || strlen(f[7].value) >= sizeof out->restored_from))
-    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: restored_from must have 1 to %zu characters", what, f[7].at, sizeof out->restored_from - 1);
-  if (!st) {
-    out->pid = (int64_t)pid;
-    snprintf(out->since, sizeof out->since, "%s", f[5].value);
-    if (f[6].value) snprintf(out->broker_id, sizeof out->broker_id, "%s", f[6].value);
-    if (f[7].value) snprintf(out->restored_from, sizeof out->restored_from, "%s", f[7].value);
-  }
-  kv_free(f, n);
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: pid=%" PRIu64 " is out of range", what, f[RS_PID].at, pid);
+  out->pid = (int64_t)pid;
+  if (!st && strlen(f[RS_SINCE].value) >= sizeof out->since)
+    st = felix_fail(err, FELIX_E_CORRUPT, "%s: byte %zu: since= is too long for an RFC 3339 time", what, f[RS_SINCE].at);
+  if (!st) snprintf(out->since, sizeof out->since, "%s", f[RS_SINCE].value);
+  if (!st) st = rs_text(&f[RS_BROKER], what, out->broker_id, sizeof out->broker_id, err);
+  if (!st) st = rs_text(&f[RS_FROM], what, out->restored_from, sizeof out->restored_from, err);
+  if (!st) st = rs_text(&f[RS_BY], what, out->restored_by, sizeof out->restored_by, err);
   return st;
 }
 
+felix_status felix_run_state_parse(const char *buf, size_t len, const char *what,
+                                   felix_run_state *out, felix_err *err) {
+  kv_field f[RS_NFIELDS] = {{"state", NULL, 0, 1},     {"fsync_mode", NULL, 0, 0}, {"boot_id", NULL, 0, 0},
+                            {"boot_id_source", NULL, 0, 0}, {"pid", NULL, 0, 0},   {"since", NULL, 0, 1},
+                            {"broker_id", NULL, 0, 0}, {"restored_from", NULL, 0, 0}, {"restored_by", NULL, 0, 0}};
+  felix_status st = kv_parse(buf, len, what, f, RS_NFIELDS, err);
+  if (st) return st;
+  memset(out, 0, sizeof *out);
+  st = rs_decode(f, len, what, out, err);
+  kv_free(f, RS_NFIELDS);
+  return st;
+}
+
+/* Appends one "key=value\n" line when it fits. */
+static void rs_line(char *out, size_t cap, size_t *n, const char *key, const char *value) {
+  if (*n >= cap) return;
+  int k = snprintf(out + *n, cap - *n, "%s=%s\n", key, value);
+  *n = k < 0 ? cap : *n + (size_t)k;
+}
+
+const char *felix_run_phase_name(felix_run_phase p) {
+  switch (p) {
+  case FELIX_RUN_RUNNING: return "running";
+  case FELIX_RUN_STOPPED: return "stopped";
+  case FELIX_RUN_RESTORED: return "restored";
+  }
+  return "unknown";
+}
+
 void felix_run_state_format(const felix_run_state *rs, char *out, size_t cap) {
-  int n = snprintf(out, cap, "state=%s\nfsync_mode=%s\n", rs->state == FELIX_RUN_RUNNING ? "running" : "stopped",
-                   felix_fsync_mode_name(rs->fsync_mode));
-  if (rs->has_boot_id && n >= 0 && (size_t)n < cap)
-    n += snprintf(out + n, cap - (size_t)n, "boot_id=%s\nboot_id_source=%s\n", rs->boot_id,
-                  rs->boot_id_source[0] ? rs->boot_id_source : "kernel");
-  if (n >= 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, "pid=%" PRId64 "\nsince=%s\n", rs->pid, rs->since);
-  if (rs->broker_id[0] && n >= 0 && (size_t)n < cap) n += snprintf(out + n, cap - (size_t)n, "broker_id=%s\n", rs->broker_id);
-  if (rs->restored_from[0] && n >= 0 && (size_t)n < cap) snprintf(out + n, cap - (size_t)n, "restored_from=%s\n", rs->restored_from);
+  size_t n = 0;
+  char pid[24];
+  out[0] = '\0';
+  rs_line(out, cap, &n, "state", felix_run_phase_name(rs->state));
+  if (rs->state == FELIX_RUN_RESTORED) {
+    assert(rs->restored_from[0] && !rs->has_boot_id && !rs->broker_id[0]); /* a restore names no run */
+    rs_line(out, cap, &n, "since", rs->since);
+    rs_line(out, cap, &n, "restored_from", rs->restored_from);
+    if (rs->restored_by[0]) rs_line(out, cap, &n, "restored_by", rs->restored_by);
+    return;
+  }
+  rs_line(out, cap, &n, "fsync_mode", felix_fsync_mode_name(rs->fsync_mode));
+  if (rs->has_boot_id) {
+    rs_line(out, cap, &n, "boot_id", rs->boot_id);
+    rs_line(out, cap, &n, "boot_id_source", rs->boot_id_source[0] ? rs->boot_id_source : "kernel");
+  }
+  snprintf(pid, sizeof pid, "%" PRId64, rs->pid);
+  rs_line(out, cap, &n, "pid", pid);
+  rs_line(out, cap, &n, "since", rs->since);
+  if (rs->broker_id[0]) rs_line(out, cap, &n, "broker_id", rs->broker_id);
+  if (rs->restored_from[0]) rs_line(out, cap, &n, "restored_from", rs->restored_from);
 }
 
 felix_status felix_run_state_read(int dirfd, const char *dir, felix_run_state *out, bool *present,

@@ -13,7 +13,7 @@
  *      shards/<dir> -> shards/.replaced-<dir>, then shards/.new-<dir> ->
  *      shards/<dir>;
  *   4. the new storage-id is written (the restore is now finished), then
- *      run-state: stopped, restored_from=<point>; then the .replaced- copies
+ *      run-state: restored, restored_from=<point>; then the .replaced- copies
  *      are removed and the journal last.
  * A crash leaves .new- (the broker removes it), .replaced- directories and
  * the journal: settling (the broker at start, which refuses to start if it
@@ -389,6 +389,14 @@ static felix_status open_data_dir(const char *data_dir, int *fd, felix_err *err)
   return felix_open_dir(AT_FDCWD, data_dir, fd, err);
 }
 
+/* run-state is one key=value per line: a control character becomes '?', and
+ * a command longer than the field ends in "...". */
+static void record_command(char *out, size_t cap, const char *command) {
+  size_t n = strlen(command), keep = n < cap ? n : cap - 4;
+  for (size_t i = 0; i < keep; i++) out[i] = (unsigned char)command[i] < 0x20 || command[i] == 0x7f ? '?' : command[i];
+  snprintf(out + keep, cap - keep, "%s", keep < n ? "..." : "");
+}
+
 static felix_status write_identity(restore_ctx *c, felix_rp_restore_result *res, felix_err *err) {
   char line[34], what[4400];
   snprintf(line, sizeof line, "%s\n", c->new_sid);
@@ -396,11 +404,10 @@ static felix_status write_identity(restore_ctx *c, felix_rp_restore_result *res,
   felix_status st = felix_write_file_atomic(c->dirfd, "storage-id", line, strlen(line), what, err);
   if (st) return st;
   snprintf(res->storage_id, sizeof res->storage_id, "%s", c->new_sid);
-  felix_run_state rs = {.state = FELIX_RUN_STOPPED, .fsync_mode = FELIX_FSYNC_ON_COMMIT, .pid = getpid()};
-  felix_err ignored;
-  rs.has_boot_id = felix_boot_id_read(rs.boot_id, rs.boot_id_source, &ignored) == FELIX_OK;
+  felix_run_state rs = {.state = FELIX_RUN_RESTORED};
   felix_format_rfc3339(rs.since, time(NULL));
   snprintf(rs.restored_from, sizeof rs.restored_from, "%s", c->from_abs);
+  if (c->o->command) record_command(rs.restored_by, sizeof rs.restored_by, c->o->command);
   return felix_run_state_write(c->dirfd, c->o->data_dir, &rs, err);
 }
 

@@ -18,7 +18,7 @@ teardown() {
   assert_line "data directory d"
   assert_line "storage id:   $sid"
   assert_line --regexp "^last run:     stopped \(state=stopped, fsync_mode=periodic, boot $BOOT_ID from file, pid [0-9]+, since [0-9-]+T[0-9:]+Z\)$"
-  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token absent"
+  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token absent: no $W/run/$sid.$BOOT_ID.ok (runtime directory $W/run; if the broker uses another, set FELIX_RUNTIME_DIR to it)"
   assert_line "next start:   keep the storage id — last run stopped cleanly"
   assert_line "lock:         not held"
   assert_line "shards:       1"
@@ -70,17 +70,36 @@ teardown() {
   [ "$(jget '[s["stream"] + "/" + str(s["shard"]) for s in j["shards"]]' <<<"$output")" = '["orders/0", "orders/1", "payments/1"]' ]
 }
 
-@test "summary of an empty directory: no storage id yet, created at next start, 0 shards, exit 0" {
+@test "a directory with none of a data directory's files is not one: exit 3, named, with a hint" {
   mkdir d
+  echo notes >d/README
+  for args in "d" "run-state d" "--json d"; do
+    run -3 --separate-stderr inspect $args
+    assert_equal "$output" ""
+    [ "${stderr_lines[0]}" = "felix-inspect: error: d is not a Felix data directory: it has no storage-id, run-state or shards/" ] ||
+      fail "inspect $args: ${stderr_lines[*]}"
+    [ "${stderr_lines[1]}" = "felix-inspect: hint: give the directory a broker runs on (its --data-dir or FELIX_DATA_DIR)" ]
+  done
+  run -3 inspect /tmp
+}
+
+@test "a partly made data directory lists what is missing and says what the next start does" {
+  mkdata d orders 0 2 >/dev/null
+  rm d/storage-id d/run-state
   run -0 inspect d
   assert_line "storage id:   (none: created at next start)"
+  assert_line "missing:      storage-id, run-state (a broker's start creates each; felix-storage(5))"
   assert_line "last run:     unrecorded (no run-state file)"
   assert_line "next start:   keep the storage id — no storage-id file: the next start creates a new storage id"
-  assert_line "shards:       0"
-  assert_line "problems:     0"
+  assert_line "shards:       1"
   run -0 inspect --json d
   [ "$(jget 'j["storage_id"]' <<<"$output")" = null ]
-  [ "$(jget 'j["shards"]' <<<"$output")" = '[]' ]
+  [ "$(jget 'j["missing"]' <<<"$output")" = '["storage-id", "run-state"]' ]
+  mkdata e orders 0 2 >/dev/null
+  run -0 inspect --json e
+  [ "$(jget 'j["missing"]' <<<"$output")" = '[]' ]
+  run -0 inspect e
+  refute_line --partial "missing:"
 }
 
 @test "summary of a damaged shard exits 6 and prints a PROBLEM line with file and byte" {
@@ -109,19 +128,64 @@ teardown() {
   sed -i 's/^state=stopped$/state=paused/' d/run-state
   run -6 --separate-stderr inspect d
   assert_equal "$output" ""
-  [ "${stderr_lines[0]}" = "felix-inspect: error: d/run-state: byte 0: state=paused is neither running nor stopped" ]
+  [ "${stderr_lines[0]}" = "felix-inspect: error: d/run-state: byte 0: state=paused is not running, stopped or restored" ]
   [ "${stderr_lines[1]}" = "felix-inspect: hint: felix-inspect verify DATADIR lists every problem" ]
 }
 
-@test "summary says the lock is held by a running broker and names the holder's pid" {
+@test "summary names the lock holder's pid, and a holder run-state does not name is not called the broker" {
   mkdata d orders 0 2 >/dev/null
   flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
   LOCK_PID=$!
   wait_until 5 flock_held d/lock
   run -0 inspect d
-  assert_line "lock:         held by a running broker, pid $LOCK_PID (what you see may change under you)"
+  assert_line "lock:         held by pid $LOCK_PID (what you see may change under you)"
+  assert_line "in use:       pid $LOCK_PID holds the directory lock, but run-state names no run of it (a restore, or a start before it wrote run-state)"
+  assert_line --partial "next start:   keep the storage id"
   run -0 inspect --json d
   [ "$(jget 'j["locked_by_pid"]' <<<"$output")" = "$LOCK_PID" ]
+  [ "$(jget 'j["last_run"]' <<<"$output")" = stopped ]
+}
+
+# A broker's own run: run-state says running with the pid that holds the
+# lock. (t2010 does this with a real broker; here the holder is flock, and
+# run-state is made to name it.)
+@test "summary of a directory whose run is alive says running now and what a death would decide" {
+  mkdata d orders 0 2 --run-state running >/dev/null
+  flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
+  LOCK_PID=$!
+  wait_until 5 flock_held d/lock
+  sed -i "s/^pid=.*/pid=$LOCK_PID/" d/run-state
+  sid=$(cat d/storage-id)
+  mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$sid.$BOOT_ID.ok"
+  run -0 inspect d
+  assert_line --regexp "^last run:     running now \(pid $LOCK_PID, since [0-9-]+T[0-9:]+Z, fsync_mode=periodic, boot $BOOT_ID from file\)$"
+  refute_line --partial "last run:     crashed"
+  refute_line --partial "next start:"
+  assert_line "if it dies:   with the machine up: keep the storage id — crashed on this same boot with the boot token present: kept if the data-directory sync at start succeeds"
+  assert_line "              with the machine down: ROTATE the storage id — crashed under a relaxed fsync mode on another boot: the page cache went down with the machine"
+  assert_line "lock:         held by the broker running now, pid $LOCK_PID (what you see may change under you)"
+  run -0 inspect --json d
+  [ "$(jget 'j["last_run"]' <<<"$output")" = running ]
+  [ "$(jget 'j["next_start"]' <<<"$output")" = null ]
+  [ "$(jget 'j["if_it_dies_now"]["machine_up"]["rotate"]' <<<"$output")" = false ]
+  [ "$(jget 'j["if_it_dies_now"]["machine_up"]["needs_sync"]' <<<"$output")" = true ]
+  [ "$(jget 'j["if_it_dies_now"]["machine_down"]["rotate"]' <<<"$output")" = true ]
+  # without its boot token, a death with the machine up rotates too
+  rm "$FELIX_RUNTIME_DIR/$sid.$BOOT_ID.ok"
+  run -0 inspect d
+  assert_line "if it dies:   with the machine up: ROTATE the storage id — crashed on this same boot, and this boot's token is missing (a sync failed, or the runtime directory was lost)"
+  # on_commit: a death with the machine down keeps it (everything was synced)
+  sed -i "s/^fsync_mode=.*/fsync_mode=on_commit/" d/run-state
+  run -0 inspect --json d
+  [ "$(jget 'j["if_it_dies_now"]["machine_down"]["rotate"]' <<<"$output")" = false ]
+  # the holder gone, the same file is a crash
+  kill $(cat "/proc/$LOCK_PID/task/$LOCK_PID/children" 2>/dev/null) "$LOCK_PID"
+  wait "$LOCK_PID" 2>/dev/null || true
+  LOCK_PID=
+  wait_until 5 bash -c "! grep -q 'FLOCK .*:$(stat -c %i d/lock) ' /proc/locks"
+  run -0 inspect d
+  assert_line --regexp "^last run:     crashed \(state=running, fsync_mode=on_commit"
+  assert_line --partial "next start:   ROTATE the storage id"
 }
 
 @test "summary says the lock is not held when the lock file exists but nobody holds it" {

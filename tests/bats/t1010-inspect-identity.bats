@@ -47,7 +47,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
 }
 
 @test "run-state, no storage-id: created now, no rotation" {
-  mkdir d
+  mkdir -p d/shards
   [ "$(verdict d)" = "rotate=false needs_sync=false last_run=unrecorded" ]
   [ "$(reason d)" = "no storage-id file: the next start creates a new storage id" ]
   run -0 inspect --json run-state d
@@ -79,7 +79,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   [ "$(reason d)" = "crashed under a relaxed fsync mode on another boot: the page cache went down with the machine" ]
   run -0 inspect run-state d
   assert_line --regexp "^last run:     crashed \(state=running, fsync_mode=periodic, boot boot-other from file, pid [0-9]+, since .*Z\)$"
-  assert_line "this boot:    $BOOT_ID, boot token absent"
+  assert_line "this boot:    $BOOT_ID, boot token absent: no $W/run/$(cat d/storage-id).$BOOT_ID.ok (runtime directory $W/run; if the broker uses another, set FELIX_RUNTIME_DIR to it)"
   assert_line --partial "next start:   ROTATE the storage id — crashed under a relaxed fsync mode on another boot"
 }
 
@@ -109,7 +109,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   run -0 inspect --json run-state d
   [ "$(jget 'j["boot_token_present"]' <<<"$output")" = false ]
   run -0 inspect run-state d
-  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token absent"
+  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token absent: no $W/run/$(cat d/storage-id).$BOOT_ID.ok (runtime directory $W/run; if the broker uses another, set FELIX_RUNTIME_DIR to it)"
 }
 
 @test "run-state, crashed on this boot with the boot token present: keep if the sync succeeds (needs_sync)" {
@@ -120,7 +120,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   run -0 inspect --json run-state d
   [ "$(jget 'j["boot_token_present"]' <<<"$output")" = true ]
   run -0 inspect run-state d
-  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token present"
+  assert_line "this boot:    $BOOT_ID (same boot as the last run), boot token present ($W/run/$(cat d/storage-id).$BOOT_ID.ok)"
 }
 
 @test "run-state, crashed on this boot under on_commit with the token: keep if the sync succeeds" {
@@ -167,7 +167,7 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   mkdata d orders 0 1 --run-state running --fsync-mode on_commit --boot-id boot-other >/dev/null
   run -0 inspect --json run-state d
   assert_json
-  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_present", "broker_id", "current_boot_id", "fsync_mode", "last_run", "next_start", "pid", "restored_from", "since", "storage_id"]' ]
+  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_path", "boot_token_present", "broker_id", "current_boot_id", "fsync_mode", "if_it_dies_now", "last_run", "locked_by_pid", "missing", "next_start", "pid", "restored_by", "restored_from", "since", "storage_id"]' ]
   [ "$(jget 'j["storage_id"]' <<<"$output")" = "$(cat d/storage-id)" ]
   [ "$(jget 'j["fsync_mode"]' <<<"$output")" = on_commit ]
   [ "$(jget 'j["boot_id"]' <<<"$output")" = boot-other ]

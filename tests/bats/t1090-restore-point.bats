@@ -211,12 +211,24 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
     grep -qx "$(grep generation= "$src/ballot")" "$s/ballot"
     cmp "$src/generations" "$s/generations"
   done
-  grep -qx "state=stopped" r/run-state
+  # run-state says restored, by which command, and claims no run
+  grep -qx "state=restored" r/run-state
   grep -qx "restored_from=$W/one" r/run-state
+  grep -qx "restored_by=felix-broker restore-point restore --from one --data-dir r" r/run-state
+  run grep -E "^(fsync_mode|pid|boot_id|boot_id_source|broker_id)=" r/run-state
+  assert_failure 1
   run -0 inspect verify r
   run -0 inspect run-state r
-  assert_output --partial "restored:     from $W/one"
-  assert_output --partial "next start:   keep the storage id"
+  assert_line "last run:     none since the restore (state=restored)"
+  assert_line --regexp "^restored:     from $W/one at [0-9-]+T[0-9:]+Z by felix-broker restore-point restore --from one --data-dir r: every copy is new to the control plane$"
+  assert_line "next start:   keep the storage id — restored from a restore point, no run since: the restore synced every file and its storage id is already new"
+  refute_line --partial "fsync_mode"
+  run -0 inspect --json run-state r
+  for k in fsync_mode pid boot_id broker_id; do
+    [ "$(jget "j['$k']" <<<"$output")" = null ] || fail "$k is claimed: $output"
+  done
+  [ "$(jget 'j["last_run"]' <<<"$output")" = restored ]
+  [ "$(jget 'j["restored_by"]' <<<"$output")" = "felix-broker restore-point restore --from one --data-dir r" ]
   # the restored records are the source's, byte for byte
   for s in r/shards/*; do
     diff <(inspect --json dump "$(seg "$s" 0)") <(inspect --json dump "$(seg "d/shards/$(basename "$s")" 0)")

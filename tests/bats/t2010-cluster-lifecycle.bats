@@ -42,6 +42,31 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   [ "$(consumed)" -eq 100 ]
 }
 
+# A live broker's directory: state=running, as after a crash, but its pid
+# holds the lock. felix-inspect must say it runs, not that it crashed.
+@test "felix-inspect on a running broker's directory says running now and what its death would decide" {
+  pid=$(pid_of "$LEADER")
+  run -0 "$FELIX_BUILD/felix-inspect" "$C/$LEADER"
+  assert_line --regexp "^last run:     running now \(pid $pid, since [0-9-]+T[0-9:]+Z, fsync_mode=periodic, boot [^ ]+ from file\)$"
+  refute_line --partial "last run:     crashed"
+  refute_line --partial "next start:"
+  assert_line --regexp "^if it dies:   with the machine up: keep the storage id — "
+  assert_line --regexp "^              with the machine down: ROTATE the storage id — "
+  assert_line "lock:         held by the broker running now, pid $pid (what you see may change under you)"
+  run -0 "$FELIX_BUILD/felix-inspect" --json run-state "$C/$LEADER"
+  [ "$(jget 'j["last_run"]' <<<"$output")" = running ]
+  [ "$(jget 'j["locked_by_pid"]' <<<"$output")" = "$pid" ]
+  [ "$(jget 'j["next_start"]' <<<"$output")" = null ]
+  [ "$(jget 'j["if_it_dies_now"]["machine_up"]["rotate"]' <<<"$output")" = false ]
+  [ "$(jget 'j["if_it_dies_now"]["machine_down"]["rotate"]' <<<"$output")" = true ]
+  # killed, the same directory is a crash, and the verdict is the machine-up one
+  kill -KILL "$pid"
+  wait_exit "$pid" 30
+  run -0 "$FELIX_BUILD/felix-inspect" "$C/$LEADER"
+  assert_line --regexp "^last run:     crashed \(state=running, fsync_mode=periodic"
+  assert_line --regexp "^next start:   keep the storage id — crashed on this same boot with the boot token present"
+}
+
 @test "SIGKILL on the same boot keeps the storage id and loses no acknowledged record" {
   produce_n 500
   sid=$(storage_id_of "$LEADER")

@@ -52,6 +52,18 @@ static void row_stopped_cleanly_keeps(void **s) {
   assert_int_equal(sync_calls, 0);
 }
 
+/* A restored directory: the restore synced every file and wrote a new storage
+ * id, so a start keeps it without a sync, whatever boot it is. */
+static void row_restored_keeps(void **s) {
+  (void)s;
+  felix_identity_facts f = {.last_run = FELIX_LAST_RUN_RESTORED, .current_boot_id = "boot-B"};
+  felix_identity_verdict v = decide(f, 0);
+  assert_false(v.rotate);
+  assert_false(v.needs_sync);
+  assert_non_null(strstr(v.reason, "restored"));
+  assert_int_equal(sync_calls, 0);
+}
+
 static void row_same_boot_token_and_sync_keeps(void **s) {
   (void)s;
   for (int m = FELIX_FSYNC_NONE; m <= FELIX_FSYNC_ON_COMMIT; m++) {
@@ -142,6 +154,9 @@ static void last_run_of_maps_run_state(void **s) {
   assert_int_equal(felix_last_run_of(&rs, true), FELIX_LAST_RUN_CRASHED);
   rs.state = FELIX_RUN_STOPPED;
   assert_int_equal(felix_last_run_of(&rs, true), FELIX_LAST_RUN_STOPPED);
+  rs.state = FELIX_RUN_RESTORED;
+  assert_int_equal(felix_last_run_of(&rs, true), FELIX_LAST_RUN_RESTORED);
+  assert_string_equal(felix_last_run_name(FELIX_LAST_RUN_RESTORED), "restored");
   assert_string_equal(felix_last_run_name(FELIX_LAST_RUN_CRASHED), "crashed");
 }
 
@@ -150,6 +165,7 @@ int main(void) {
       cmocka_unit_test(row_created_now_keeps),
       cmocka_unit_test(row_no_run_state_rotates),
       cmocka_unit_test(row_stopped_cleanly_keeps),
+      cmocka_unit_test(row_restored_keeps),
       cmocka_unit_test(row_same_boot_token_and_sync_keeps),
       cmocka_unit_test(row_same_boot_sync_fails_rotates),
       cmocka_unit_test(row_same_boot_without_token_rotates),

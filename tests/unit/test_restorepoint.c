@@ -252,8 +252,10 @@ static void restore_gives_new_ids_and_leader_none(void **s) {
   assert_int_equal(b.generation, 3);
   assert_false(exists(target, "shards/.restore-journal")); /* a finished restore leaves nothing behind */
   char *rs = read_text(target, "run-state");
-  assert_non_null(strstr(rs, "state=stopped\n"));
+  assert_non_null(strstr(rs, "state=restored\n"));
   assert_non_null(strstr(rs, "restored_from="));
+  assert_null(strstr(rs, "pid=")); /* no run happened: none is claimed */
+  assert_null(strstr(rs, "fsync_mode="));
   free(rs);
   /* the restored log opens and holds every record */
   felix_log *log = open_shard(sdir);

@@ -304,6 +304,40 @@ static void run_state_rejects_missing_required_key(void **s) {
   expect_run_state_error("", 0);
 }
 
+/* restore-point restore writes state=restored: no run happened, so the file
+ * names none (no fsync mode, pid, boot or broker), and a run's file needs its
+ * fsync mode and pid. */
+static void run_state_restored_names_no_run(void **s) {
+  (void)s;
+  felix_run_state rs = {.state = FELIX_RUN_RESTORED}, back;
+  snprintf(rs.since, sizeof rs.since, "2026-12-05T10:00:00Z");
+  snprintf(rs.restored_from, sizeof rs.restored_from, "/backups/one");
+  snprintf(rs.restored_by, sizeof rs.restored_by, "felix-broker restore-point restore --from /backups/one");
+  char buf[2048];
+  felix_run_state_format(&rs, buf, sizeof buf);
+  assert_string_equal(buf, "state=restored\nsince=2026-12-05T10:00:00Z\nrestored_from=/backups/one\n"
+                           "restored_by=felix-broker restore-point restore --from /backups/one\n");
+  felix_err err = {0};
+  assert_int_equal(felix_run_state_parse(buf, strlen(buf), "rs", &back, &err), FELIX_OK);
+  assert_int_equal(back.state, FELIX_RUN_RESTORED);
+  assert_string_equal(back.restored_from, "/backups/one");
+  assert_string_equal(back.restored_by, rs.restored_by);
+  assert_false(back.has_boot_id);
+  assert_int_equal(back.pid, 0);
+  assert_string_equal(felix_run_phase_name(back.state), "restored");
+  /* a restored file that claims a run: the byte of the claim */
+  expect_run_state_error("state=restored\nsince=x\nrestored_from=/p\npid=7\n", 40);
+  expect_run_state_error("state=restored\nfsync_mode=periodic\nsince=x\nrestored_from=/p\n", 15);
+  expect_run_state_error("state=restored\nsince=x\nrestored_from=/p\nboot_id=b\n", 40);
+  expect_run_state_error("state=restored\nsince=x\nrestored_from=/p\nbroker_id=b1\n", 40);
+  /* restored without its point: the end of the file */
+  expect_run_state_error("state=restored\nsince=x\n", 23);
+  /* restored_by belongs to a restore */
+  expect_run_state_error(RS_L1 RS_L2 RS_L3 RS_L4 "restored_by=x\n", 68);
+  /* a run without its fsync mode, at the end of the file */
+  expect_run_state_error(RS_L1 RS_L3 RS_L4, 48);
+}
+
 static void run_state_rejects_bad_state(void **s) {
   (void)s;
   expect_run_state_error(RS_L2 "state=crashed\n" RS_L3 RS_L4, 20);
@@ -1008,6 +1042,7 @@ int main(void) {
       cmocka_unit_test(run_state_rejects_repeated_key),
       cmocka_unit_test(run_state_rejects_missing_required_key),
       cmocka_unit_test(run_state_rejects_bad_state),
+      cmocka_unit_test(run_state_restored_names_no_run),
       cmocka_unit_test(run_state_rejects_bad_mode),
       cmocka_unit_test(run_state_rejects_missing_trailing_newline),
       cmocka_unit_test(run_state_rejects_non_numeric_pid),

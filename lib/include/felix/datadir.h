@@ -28,7 +28,9 @@ felix_status felix_storage_id_load(int dirfd, const char *dir, felix_storage_id 
 /* Writes a fresh random id (rotation), durably, before returning it. */
 felix_status felix_storage_id_replace(int dirfd, const char *dir, felix_storage_id *out, felix_err *err);
 
-typedef enum felix_run_phase { FELIX_RUN_RUNNING, FELIX_RUN_STOPPED } felix_run_phase;
+/* restored: written by `restore-point restore`, which is not a run: such a
+ * file has no fsync_mode, pid, boot id or broker id. */
+typedef enum felix_run_phase { FELIX_RUN_RUNNING, FELIX_RUN_STOPPED, FELIX_RUN_RESTORED } felix_run_phase;
 
 typedef struct felix_run_state {
   felix_run_phase state;
@@ -37,11 +39,15 @@ typedef struct felix_run_state {
   char boot_id[FELIX_BOOT_ID_MAX + 1];
   char boot_id_source[8]; /* "kernel" | "file" */
   int64_t pid;
-  char since[32];         /* RFC 3339 UTC */
+  char since[32];         /* RFC 3339 UTC: when the run started, stopped, or the restore finished */
   char broker_id[128];    /* the broker id of the run ("" when not recorded) */
   char restored_from[1024]; /* the restore point written here by
                              * `restore-point restore` ("" when none) */
+  char restored_by[512];    /* the command that restored it (state=restored) */
 } felix_run_state;
+
+/* "running" | "stopped" | "restored", as run-state spells it. */
+const char *felix_run_phase_name(felix_run_phase p);
 
 felix_status felix_run_state_parse(const char *buf, size_t len, const char *what,
                                    felix_run_state *out, felix_err *err);

@@ -16,6 +16,7 @@ typedef enum felix_last_run {
   FELIX_LAST_RUN_UNRECORDED, /* no run-state file */
   FELIX_LAST_RUN_STOPPED,
   FELIX_LAST_RUN_CRASHED,    /* state=running: the process never finished a drain */
+  FELIX_LAST_RUN_RESTORED,   /* state=restored: written by a restore, no run since */
 } felix_last_run;
 
 typedef struct felix_identity_facts {
@@ -41,7 +42,7 @@ typedef int (*felix_data_dir_sync_fn)(void *ctx);
 void felix_identity_decide(const felix_identity_facts *f, felix_data_dir_sync_fn sync, void *ctx,
                            felix_identity_verdict *out);
 
-const char *felix_last_run_name(felix_last_run r); /* "stopped" | "crashed" | "unrecorded" */
+const char *felix_last_run_name(felix_last_run r); /* "stopped" | "crashed" | "restored" | "unrecorded" */
 felix_last_run felix_last_run_of(const felix_run_state *rs, bool present);
 
 /* Syncs a whole data directory: syncfs on every filesystem under it, then

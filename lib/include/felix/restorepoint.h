@@ -130,6 +130,7 @@ typedef struct felix_rp_restore_opts {
   felix_rp_select select;
   felix_rp_progress_fn progress;
   void *progress_ctx;
+  const char *command; /* what run-state's restored_by records (NULL: nothing) */
 } felix_rp_restore_opts;
 
 typedef struct felix_rp_restore_result {
@@ -145,7 +146,8 @@ typedef struct felix_rp_restore_result {
 /* Writes the selected shards of a verified point into a data directory no
  * broker holds (FELIX_E_BUSY naming the pid otherwise), under new copy ids
  * with every ballot at leader=none, then gives the directory a new storage
- * id and writes run-state stopped with restored_from. A point that fails
+ * id and writes run-state restored (restored_from, restored_by; no run is
+ * named, for none happened). A point that fails
  * verification is FELIX_E_CORRUPT and the directory is left as it was. */
 felix_status felix_rp_restore(const felix_rp_restore_opts *o, felix_rp_manifest *m, felix_rp_mismatches *bad,
                               felix_rp_restore_result *res, felix_err *err);
