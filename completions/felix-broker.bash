@@ -33,7 +33,7 @@ _felix_broker() {
     prev=
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
 
-    local subcommands="control-plane run restore-point"
+    local subcommands="control-plane run restore-point version"
     local rp_commands="create list verify restore"
     local rp_create_opts="--data-dir --to --shard --json --help -h"
     local rp_list_opts="--from --json --help -h"

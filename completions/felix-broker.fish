@@ -5,7 +5,7 @@
 # --broker-token-file, and STREAM/N for --shard from the shard directories of
 # the --from or --data-dir already on the line.
 
-set -l __felix_broker_subcommands control-plane run restore-point
+set -l __felix_broker_subcommands control-plane run restore-point version
 
 function __felix_broker_rp_command
     set -l words (commandline -opc)
@@ -39,6 +39,7 @@ complete -c felix-broker -n "not __fish_seen_subcommand_from $__felix_broker_sub
 complete -c felix-broker -n "not __fish_seen_subcommand_from $__felix_broker_subcommands" -a control-plane -d 'Run the control plane'
 complete -c felix-broker -n "not __fish_seen_subcommand_from $__felix_broker_subcommands" -a run -d 'Run a broker'
 complete -c felix-broker -n "not __fish_seen_subcommand_from $__felix_broker_subcommands" -a restore-point -d 'Make, list, verify and restore backups'
+complete -c felix-broker -n "not __fish_seen_subcommand_from $__felix_broker_subcommands" -a version -d 'Print the version'
 
 # control-plane
 complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -s h -l help -d 'Print the usage of control-plane'

@@ -3,12 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "felix/cli.h"
 #include "felix/exitcode.h"
 #include "programs.h"
-
-#ifndef FELIX_VERSION
-#define FELIX_VERSION "0.1.0"
-#endif
 
 static void usage(FILE *f) {
   fputs("usage: felix-broker control-plane --listen ADDR --db FILE [--lease-ms N]\n"
@@ -17,10 +14,11 @@ static void usage(FILE *f) {
         "                        --control-plane URL [--fsync-mode none|periodic|on_commit]\n"
         "                        [--fsync-interval-ms N] [--token-file F]\n"
         "       felix-broker restore-point create|list|verify|restore ...\n"
-        "       felix-broker --help | --version\n\n"
+        "       felix-broker version | --help | --version\n\n"
         "  control-plane  run the control plane: HTTP/JSON API on ADDR, state in the SQLite FILE\n"
         "  run            run a broker: serve the data protocol on ADDR for the shards placed on it\n"
-        "  restore-point  make, list, verify and restore backups of a data directory's shard logs\n\n"
+        "  restore-point  make, list, verify and restore backups of a data directory's shard logs\n"
+        "  version        print the version (as --version)\n\n"
         "Each subcommand takes --help. See felix-broker(8).\n",
         f);
 }
@@ -35,7 +33,7 @@ int main(int argc, char **argv) {
     usage(stdout);
     return FELIX_EXIT_OK;
   }
-  if (!strcmp(cmd, "--version")) {
+  if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
     printf("felix-broker %s\n", FELIX_VERSION);
     return FELIX_EXIT_OK;
   }

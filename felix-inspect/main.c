@@ -6,11 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "felix/cli.h"
 #include "inspect.h"
-
-#ifndef FELIX_VERSION
-#define FELIX_VERSION "0.1.0"
-#endif
 
 typedef struct subcommand {
   const char *name;
@@ -107,30 +104,53 @@ static bool allowed(const subcommand *s, const char *flag) {
   return p && (p[n] == ' ' || p[n] == '\0');
 }
 
-/* Parses argv into o; returns -1 to go on, or an exit code. */
-static int parse(int argc, char **argv, inspect_opts *o, const subcommand **sub) {
-  *sub = NULL;
-  bool help = false;
-  for (int i = 1; i < argc; i++) {
+enum { OPT_JSON = 'j', OPT_HELP = 'h', OPT_VERSION = 'V', OPT_FROM = 'f', OPT_LIMIT = 'l', OPT_PAYLOAD = 'p' };
+static const struct option longopts[] = {
+    {"json", no_argument, NULL, OPT_JSON},          {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},    {"from", required_argument, NULL, OPT_FROM},
+    {"limit", required_argument, NULL, OPT_LIMIT},  {"payload", required_argument, NULL, OPT_PAYLOAD},
+    {0, 0, 0, 0}};
+
+/* dump's options, as given: checked once the subcommand is known, so that
+ * "--payload 1" on segments says it is dump's, not that 1 is a bad mode. */
+typedef struct dump_flags {
+  char first[64]; /* the first one given ("" when none) */
+  const char *value[3]; /* from, limit, payload */
+} dump_flags;
+
+static int dump_options(const dump_flags *d, inspect_opts *o) {
+  if (d->value[0] && !(o->have_from = parse_u64("--from", d->value[0], &o->from))) return FELIX_EXIT_USAGE;
+  if (d->value[1] && !(o->have_limit = parse_u64("--limit", d->value[1], &o->limit))) return FELIX_EXIT_USAGE;
+  const char *v = d->value[2];
+  if (v && strcmp(v, "text") && strcmp(v, "hex") && strcmp(v, "none"))
+    return inspect_error(FELIX_EXIT_USAGE, "use text, hex or none", "--payload: '%s' is not a payload mode", v);
+  if (v) o->payload = v;
+  return -1;
+}
+
+/* The options, through getopt_long; returns -1 to go on, or an exit code. */
+static int parse_options(int argc, char **argv, inspect_opts *o, bool *help, dump_flags *d) {
+  felix_opts p = {.argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
+  const char *v;
+  for (int c; (c = felix_opts_next(&p, &v)) != -1;) {
+    if (c == '?')
+      return inspect_error(FELIX_EXIT_USAGE, strncmp(p.error, "unknown", 7) ? NULL : "see felix-inspect --help", "%s", p.error);
+    if (c == OPT_JSON) o->json = true;
+    else if (c == OPT_HELP) *help = true;
+    else if (c == OPT_VERSION) return printf("felix-inspect %s\n", FELIX_VERSION), FELIX_EXIT_OK;
+    else {
+      d->value[c == OPT_FROM ? 0 : c == OPT_LIMIT ? 1 : 2] = v;
+      if (!d->first[0]) felix_opts_name(&p, c, d->first);
+    }
+  }
+  return -1;
+}
+
+/* The operands: a subcommand name first, or one DATADIR. */
+static int parse_operands(int argc, char **argv, inspect_opts *o, const subcommand **sub) {
+  for (int i = optind; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--json")) o->json = true;
-    else if (!strcmp(a, "-h") || !strcmp(a, "--help")) help = true;
-    else if (!strcmp(a, "--version")) return printf("felix-inspect %s\n", FELIX_VERSION), FELIX_EXIT_OK;
-    else if (!strcmp(a, "--from") || !strcmp(a, "--limit") || !strcmp(a, "--payload")) {
-      if (!allowed(*sub, a))
-        return inspect_error(FELIX_EXIT_USAGE, "see felix-inspect --help", "%s is an option of dump only", a);
-      if (i + 1 >= argc) return inspect_error(FELIX_EXIT_USAGE, NULL, "%s needs a value", a);
-      const char *v = argv[++i];
-      if (!strcmp(a, "--from") && !(o->have_from = parse_u64(a, v, &o->from))) return FELIX_EXIT_USAGE;
-      if (!strcmp(a, "--limit") && !(o->have_limit = parse_u64(a, v, &o->limit))) return FELIX_EXIT_USAGE;
-      if (!strcmp(a, "--payload")) {
-        if (strcmp(v, "text") && strcmp(v, "hex") && strcmp(v, "none"))
-          return inspect_error(FELIX_EXIT_USAGE, "use text, hex or none", "--payload: '%s' is not a payload mode", v);
-        o->payload = v;
-      }
-    } else if (a[0] == '-' && a[1]) {
-      return inspect_error(FELIX_EXIT_USAGE, "see felix-inspect --help", "unknown option %s", a);
-    } else if (!*sub && o->nargs == 0) {
+    if (!*sub && o->nargs == 0) {
       for (size_t k = 0; k < NSUB && !*sub; k++)
         if (!strcmp(a, subcommands[k].name)) *sub = &subcommands[k];
       if (!*sub) o->args[o->nargs++] = a;
@@ -140,6 +160,20 @@ static int parse(int argc, char **argv, inspect_opts *o, const subcommand **sub)
       return inspect_error(FELIX_EXIT_USAGE, NULL, "too many arguments");
     }
   }
+  return -1;
+}
+
+/* Parses argv into o; returns -1 to go on, or an exit code. */
+static int parse(int argc, char **argv, inspect_opts *o, const subcommand **sub) {
+  *sub = NULL;
+  bool help = false;
+  dump_flags d = {""};
+  int rc = parse_options(argc, argv, o, &help, &d);
+  if (rc < 0) rc = parse_operands(argc, argv, o, sub);
+  if (rc < 0 && d.first[0] && !allowed(*sub, d.first))
+    rc = inspect_error(FELIX_EXIT_USAGE, "see felix-inspect --help", "%s is an option of dump only", d.first);
+  if (rc < 0) rc = dump_options(&d, o);
+  if (rc >= 0) return rc;
   if (help) {
     if (*sub) return subcommand_usage(*sub, stdout);
     usage(stdout);

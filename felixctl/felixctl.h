@@ -18,11 +18,8 @@
 #include <cjson/cJSON.h>
 
 #include "felix/error.h"
+#include "felix/cli.h" /* FELIX_VERSION */
 #include "felix/exitcode.h"
-
-#ifndef FELIX_VERSION
-#define FELIX_VERSION "0.1.0"
-#endif
 
 #define CTL_DEFAULT_CONTROL_PLANE "http://127.0.0.1:7070"
 #define CTL_DEFAULT_TIMEOUT_MS 5000

@@ -3,7 +3,7 @@
  * The whole command line is parsed in one pass before any command runs:
  * flags (global or of a command) may come before, between or after the
  * command words, as `--flag VALUE` or `--flag=VALUE` (`-oVALUE` for -o);
- * `--` ends the flags. Only then is the command resolved, so a flag that
+ * `--` ends the flags (getopt_long, whole names only: lib/util/cli.c). Only then is the command resolved, so a flag that
  * belongs to another command is a usage error naming both, and no request is
  * made for a command line with any mistake in it. Flags win over the
  * environment (FELIX_CONTROL_PLANE, FELIX_TOKEN_FILE). */
@@ -32,34 +32,33 @@ enum flag_id {
 };
 
 typedef struct flag_def {
-  const char *name;  /* long form */
-  const char *alias; /* short form or NULL */
+  const char *name;  /* long form; -h and -o are the short ones (scan) */
   bool takes_value;
   unsigned bit; /* CTL_F_* for command flags, 0 for global ones */
 } flag_def;
 
 static const flag_def flags[FL_N] = {
-    [FL_CONTROL_PLANE] = {"--control-plane", NULL, true, 0},
-    [FL_TOKEN_FILE] = {"--token-file", NULL, true, 0},
-    [FL_OUTPUT] = {"--output", "-o", true, 0},
-    [FL_TIMEOUT] = {"--timeout-ms", NULL, true, 0},
-    [FL_HELP] = {"--help", "-h", false, 0},
-    [FL_VERSION] = {"--version", NULL, false, 0},
-    [FL_SHARDS] = {"--shards", NULL, true, CTL_F_SHARDS},
-    [FL_REPLICAS] = {"--replicas", NULL, true, CTL_F_REPLICAS},
-    [FL_ACKS] = {"--acks", NULL, true, CTL_F_ACKS},
-    [FL_YES] = {"--yes", NULL, false, CTL_F_YES},
-    [FL_STATE] = {"--state", NULL, true, CTL_F_STATE},
-    [FL_SHARD] = {"--shard", NULL, true, CTL_F_SHARD},
-    [FL_FROM] = {"--from", NULL, true, CTL_F_FROM},
-    [FL_COUNT] = {"--count", NULL, true, CTL_F_COUNT},
-    [FL_FOLLOW] = {"--follow", NULL, false, CTL_F_FOLLOW},
-    [FL_DRY_RUN] = {"--dry-run", NULL, false, CTL_F_DRY_RUN},
-    [FL_EXPECT_GENERATION] = {"--expect-generation", NULL, true, CTL_F_EXPECT_GENERATION},
-    [FL_EXPECT_COPY] = {"--expect-copy", NULL, true, CTL_F_EXPECT_COPY},
-    [FL_EXPECT_DIGEST] = {"--expect-digest", NULL, true, CTL_F_EXPECT_DIGEST},
-    [FL_UUID] = {"--uuid", NULL, true, CTL_F_UUID},
-    [FL_ABOVE_GENERATION] = {"--above-generation", NULL, true, CTL_F_ABOVE_GENERATION},
+    [FL_CONTROL_PLANE] = {"--control-plane", true, 0},
+    [FL_TOKEN_FILE] = {"--token-file", true, 0},
+    [FL_OUTPUT] = {"--output", true, 0},
+    [FL_TIMEOUT] = {"--timeout-ms", true, 0},
+    [FL_HELP] = {"--help", false, 0},
+    [FL_VERSION] = {"--version", false, 0},
+    [FL_SHARDS] = {"--shards", true, CTL_F_SHARDS},
+    [FL_REPLICAS] = {"--replicas", true, CTL_F_REPLICAS},
+    [FL_ACKS] = {"--acks", true, CTL_F_ACKS},
+    [FL_YES] = {"--yes", false, CTL_F_YES},
+    [FL_STATE] = {"--state", true, CTL_F_STATE},
+    [FL_SHARD] = {"--shard", true, CTL_F_SHARD},
+    [FL_FROM] = {"--from", true, CTL_F_FROM},
+    [FL_COUNT] = {"--count", true, CTL_F_COUNT},
+    [FL_FOLLOW] = {"--follow", false, CTL_F_FOLLOW},
+    [FL_DRY_RUN] = {"--dry-run", false, CTL_F_DRY_RUN},
+    [FL_EXPECT_GENERATION] = {"--expect-generation", true, CTL_F_EXPECT_GENERATION},
+    [FL_EXPECT_COPY] = {"--expect-copy", true, CTL_F_EXPECT_COPY},
+    [FL_EXPECT_DIGEST] = {"--expect-digest", true, CTL_F_EXPECT_DIGEST},
+    [FL_UUID] = {"--uuid", true, CTL_F_UUID},
+    [FL_ABOVE_GENERATION] = {"--above-generation", true, CTL_F_ABOVE_GENERATION},
 };
 
 /* What the scan of argv found, before anything is interpreted. */
@@ -159,52 +158,33 @@ static const char *group_verbs(const char *group, char *buf, size_t cap) {
   return buf;
 }
 
-static int find_flag(const char *name, size_t len) {
-  for (int i = 0; i < FL_N; i++) {
-    if (strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len)) return i;
-    if (flags[i].alias && strlen(flags[i].alias) == len && !strncmp(flags[i].alias, name, len)) return i;
-  }
-  return -1;
+/* flags[] as getopt_long's table: val is FL_* + 256, clear of -h and -o. */
+enum { LONG_VAL = 256 };
+
+static void long_options(struct option *out) {
+  for (int i = 0; i < FL_N; i++)
+    out[i] = (struct option){flags[i].name + 2, flags[i].takes_value ? required_argument : no_argument, NULL, LONG_VAL + i};
+  out[FL_N] = (struct option){0, 0, 0, 0};
 }
 
-/* One option at argv[*i]; consumes its value. Returns -1 or an exit code. */
-static int scan_option(int argc, char **argv, int *i, scanned *s) {
-  const char *a = argv[*i];
-  const char *eq = a[1] == '-' ? strchr(a, '=') : NULL;
-  size_t len = eq ? (size_t)(eq - a) : strlen(a);
-  const char *inline_value = eq ? eq + 1 : NULL;
-  int id = find_flag(a, len);
-  if (id < 0 && a[1] == 'o' && a[2]) { /* -ojson */
-    id = FL_OUTPUT;
-    inline_value = a + 2;
-  }
-  if (id < 0) return ctl_error(FELIX_EXIT_USAGE, "felixctl --help lists every option", "unknown option %.*s", (int)len, a);
-  if (!flags[id].takes_value) {
-    if (inline_value) return ctl_error(FELIX_EXIT_USAGE, NULL, "%s takes no value", flags[id].name);
-    inline_value = "";
-  } else if (!inline_value) {
-    if (*i + 1 >= argc) return ctl_error(FELIX_EXIT_USAGE, NULL, "%s needs a value", flags[id].name);
-    inline_value = argv[++*i];
-  }
-  s->seen[id] = true;
-  s->value[id] = inline_value;
-  return -1;
-}
-
+/* Every option through getopt_long (before, between or after the command
+ * words; "--" ends them), then the words. Returns -1 or an exit code. */
 static int scan(int argc, char **argv, scanned *s) {
-  bool options_done = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!options_done && !strcmp(a, "--")) {
-      options_done = true;
-    } else if (!options_done && a[0] == '-' && a[1]) {
-      int rc = scan_option(argc, argv, &i, s);
-      if (rc >= 0) return rc;
-    } else if (s->nwords < (int)(sizeof s->words / sizeof s->words[0])) {
-      s->words[s->nwords++] = a;
-    } else {
-      return ctl_error(FELIX_EXIT_USAGE, "felixctl --help", "too many arguments (from '%s' on)", a);
-    }
+  struct option longopts[FL_N + 1];
+  long_options(longopts);
+  felix_opts p = {.argc = argc, .argv = argv, .shortopts = "ho:", .longopts = longopts};
+  const char *v;
+  for (int c; (c = felix_opts_next(&p, &v)) != -1;) {
+    if (c == '?')
+      return ctl_error(FELIX_EXIT_USAGE, strncmp(p.error, "unknown", 7) ? NULL : "felixctl --help lists every option", "%s", p.error);
+    int id = c == 'h' ? FL_HELP : c == 'o' ? FL_OUTPUT : c - LONG_VAL;
+    s->seen[id] = true;
+    s->value[id] = v ? v : "";
+  }
+  for (int i = optind; i < argc; i++) {
+    if (s->nwords == (int)(sizeof s->words / sizeof s->words[0]))
+      return ctl_error(FELIX_EXIT_USAGE, "felixctl --help", "too many arguments (from '%s' on)", argv[i]);
+    s->words[s->nwords++] = argv[i];
   }
   return -1;
 }

@@ -15,6 +15,7 @@
 
 #include "broker.h"
 #include "drain.h"
+#include "felix/cli.h"
 #include "felix/exitcode.h"
 #include "felix/fileutil.h"
 #include "felix/logfmt.h"
@@ -70,6 +71,44 @@ static bool valid_address(const char *addr, bool ipv4_only) {
   return broker_parse_addr(addr, &ss) == 0 && (!ipv4_only || ss.ss_family == AF_INET);
 }
 
+enum { OPT_ID = 1, OPT_DATA_DIR, OPT_LISTEN, OPT_HTTP, OPT_CP, OPT_TOKEN_FILE, OPT_FSYNC_MODE, OPT_FSYNC_INTERVAL };
+static const struct option longopts[] = {
+    {"id", required_argument, NULL, OPT_ID},           {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+    {"listen", required_argument, NULL, OPT_LISTEN},   {"http", required_argument, NULL, OPT_HTTP},
+    {"control-plane", required_argument, NULL, OPT_CP}, {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
+    {"fsync-mode", required_argument, NULL, OPT_FSYNC_MODE}, {"fsync-interval-ms", required_argument, NULL, OPT_FSYNC_INTERVAL},
+    {"help", no_argument, NULL, 'h'},                  {0, 0, 0, 0}};
+
+static int flag_value(int opt, const char *v, broker_config *c) {
+  const char **text[] = {[OPT_ID] = &c->id, [OPT_DATA_DIR] = &c->data_dir, [OPT_LISTEN] = &c->listen, [OPT_HTTP] = &c->http,
+                         [OPT_CP] = &c->control_plane, [OPT_TOKEN_FILE] = &c->token_file};
+  if (opt < OPT_FSYNC_MODE) {
+    *text[opt] = v;
+  } else if (opt == OPT_FSYNC_MODE) {
+    if (!felix_fsync_mode_parse(v, &c->log.fsync_mode)) return usage_error("--fsync-mode: '%s' is not none, periodic or on_commit%s", v, "");
+  } else {
+    char *end;
+    unsigned long ms = strtoul(v, &end, 10);
+    if (!*v || *end || ms < 1 || ms > 3600000 || v[0] == '-') return usage_error("--fsync-interval-ms: '%s' is not an integer from 1 to 3600000%s", v, "");
+    c->log.fsync_interval_ms = (uint32_t)ms;
+  }
+  return 0;
+}
+
+/* The flags, through getopt_long; no operands are taken. */
+static int parse_flags(int argc, char **argv, broker_config *c) {
+  felix_opts p = {.argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
+  const char *v;
+  for (int opt; (opt = felix_opts_next(&p, &v)) != -1;) {
+    if (opt == '?') return usage_error("%s%s", p.error, "");
+    if (opt == 'h') return fputs(usage_text, stdout), -2;
+    int rc = flag_value(opt, v, c);
+    if (rc) return rc;
+  }
+  if (optind < argc) return usage_error("unexpected argument '%s': felix-broker run takes flags only%s", argv[optind], "");
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, broker_config *c) {
   felix_err err;
   if (felix_log_config_from_env(&c->log, &err)) return usage_error("%s%s", err.msg, "");
@@ -85,33 +124,8 @@ static int parse_args(int argc, char **argv, broker_config *c) {
     return usage_error("environment FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=%s: expected milliseconds from 1 to 3600000%s", drain, "");
   c->drain_timeout_ms = (uint32_t)dms;
   c->test_slow_drain_ms = (uint32_t)strtoul(env_or("FELIX_TEST_SLOW_DRAIN_MS", "0"), NULL, 10);
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    static const char *known[] = {"--id", "--data-dir", "--listen", "--http", "--control-plane", "--token-file",
-                                  "--fsync-mode", "--fsync-interval-ms", NULL};
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return fputs(usage_text, stdout), -2;
-    bool is_known = false;
-    for (int k = 0; known[k] && !is_known; k++) is_known = !strcmp(a, known[k]);
-    if (!is_known) return usage_error("unknown option %s%s", a, "");
-    if (!v) return usage_error("%s needs a value%s", a, "");
-    i++;
-    if (!strcmp(a, "--id")) c->id = v;
-    else if (!strcmp(a, "--data-dir")) c->data_dir = v;
-    else if (!strcmp(a, "--listen")) c->listen = v;
-    else if (!strcmp(a, "--http")) c->http = v;
-    else if (!strcmp(a, "--control-plane")) c->control_plane = v;
-    else if (!strcmp(a, "--token-file")) c->token_file = v;
-    else if (!strcmp(a, "--fsync-mode")) {
-      if (!felix_fsync_mode_parse(v, &c->log.fsync_mode)) return usage_error("--fsync-mode: '%s' is not none, periodic or on_commit%s", v, "");
-    } else if (!strcmp(a, "--fsync-interval-ms")) {
-      char *end;
-      unsigned long ms = strtoul(v, &end, 10);
-      if (!*v || *end || ms < 1 || ms > 3600000 || v[0] == '-') return usage_error("--fsync-interval-ms: '%s' is not an integer from 1 to 3600000%s", v, "");
-      c->log.fsync_interval_ms = (uint32_t)ms;
-    } else {
-      return usage_error("unknown option %s%s", a, "");
-    }
-  }
+  int rc = parse_flags(argc, argv, c);
+  if (rc) return rc;
   if (!c->id) return usage_error("--id is required%s%s", "", "");
   if (!valid_id(c->id)) return usage_error("--id: '%s' must be 1 to 64 letters, digits, '.', '_' or '-'%s", c->id, "");
   if (!c->data_dir) return usage_error("--data-dir is required (or FELIX_DATA_DIR)%s%s", "", "");

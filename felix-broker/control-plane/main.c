@@ -20,6 +20,7 @@
 #include "http.h"
 #include "log.h"
 #include "state.h"
+#include "felix/cli.h"
 #include "felix/exitcode.h"
 #include "felix/lease.h"
 #include "programs.h"
@@ -61,20 +62,6 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
   return FELIX_EXIT_USAGE;
 }
 
-/* The value of a flag given as "--flag VALUE" or "--flag=VALUE". */
-static const char *flag_value(int argc, char **argv, int *i, const char *name, bool *matched) {
-  size_t n = strlen(name);
-  *matched = false;
-  if (strncmp(argv[*i], name, n)) return NULL;
-  if (argv[*i][n] == '=') {
-    *matched = true;
-    return argv[*i] + n + 1;
-  }
-  if (argv[*i][n] != '\0') return NULL;
-  *matched = true;
-  return *i + 1 < argc ? argv[++*i] : NULL;
-}
-
 static int parse_lease(const char *v, uint64_t *out) {
   char *end;
   errno = 0;
@@ -85,29 +72,29 @@ static int parse_lease(const char *v, uint64_t *out) {
   return 0;
 }
 
+static const struct option longopts[] = {
+    {"listen", required_argument, NULL, 'l'},           {"db", required_argument, NULL, 'd'},
+    {"lease-ms", required_argument, NULL, 'L'},         {"admin-token-file", required_argument, NULL, 'a'},
+    {"broker-token-file", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+    {0, 0, 0, 0}};
+
 /* Returns -1 to go on, else an exit code. */
 static int parse_args(int argc, char **argv, cp_args *a) {
-  static const char *flags[] = {"--listen", "--db", "--lease-ms", "--admin-token-file", "--broker-token-file"};
   *a = (cp_args){.listen = "127.0.0.1:7070", .lease_ms = CP_DEFAULT_LEASE_MS};
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return FELIX_EXIT_OK;
-    }
-    bool matched = false;
-    const char *v = NULL;
-    size_t f = 0;
-    for (; f < sizeof flags / sizeof flags[0] && !matched; f++) v = flag_value(argc, argv, &i, flags[f], &matched);
-    if (!matched) return usage_error("unknown flag or argument '%s'%s", argv[i], "");
-    if (!v || !*v) return usage_error("%s needs a value%s", flags[f - 1], "");
-    switch (f - 1) {
-    case 0: a->listen = v; break;
-    case 1: a->db = v; break;
-    case 2: if (parse_lease(v, &a->lease_ms)) return FELIX_EXIT_USAGE; break;
-    case 3: a->admin_token_file = v; break;
-    default: a->broker_token_file = v; break;
-    }
+  felix_opts p = {.argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
+  const char *v;
+  char name[64];
+  for (int c; (c = felix_opts_next(&p, &v)) != -1;) {
+    if (c == '?') return usage_error("%s%s", p.error, "");
+    if (c == 'h') return usage(stdout), FELIX_EXIT_OK;
+    if (!*v) return usage_error("%s needs a value%s", felix_opts_name(&p, c, name), "");
+    if (c == 'l') a->listen = v;
+    else if (c == 'd') a->db = v;
+    else if (c == 'L' && parse_lease(v, &a->lease_ms)) return FELIX_EXIT_USAGE;
+    else if (c == 'a') a->admin_token_file = v;
+    else if (c == 'b') a->broker_token_file = v;
   }
+  if (optind < argc) return usage_error("unexpected argument '%s': control-plane takes flags only%s", argv[optind], "");
   char host[256], port[16];
   if (!a->db) return usage_error("--db FILE is required%s%s", "", "");
   if (!cp_split_addr(a->listen, host, sizeof host, port, sizeof port))

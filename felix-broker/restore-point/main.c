@@ -8,9 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
+#include "felix/cli.h"
 #include "felix/exitcode.h"
 #include "programs.h"
-#include "cli.h"
 
 static const char *usage_text =
     "usage: felix-broker restore-point create --data-dir DIR --to PATH [--shard STREAM/N ...] [--json]\n"
@@ -85,27 +86,44 @@ static bool valid_shard(const char *v) {
   return strlen(slash + 1) <= 10;
 }
 
+static const struct option longopts[] = {
+    {"data-dir", required_argument, NULL, 'd'}, {"to", required_argument, NULL, 't'},
+    {"from", required_argument, NULL, 'f'},     {"shard", required_argument, NULL, 's'},
+    {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
+    {0, 0, 0, 0}};
+
+/* One flag's value into a; returns 0 or an exit code. */
+static int take_flag(rp_args *a, const char *flag, const char *v) {
+  if (!strcmp(flag, "--json")) {
+    a->json = true;
+    return 0;
+  }
+  if (!*v) return usage_error("%s needs a value", flag);
+  if (strcmp(flag, "--shard")) {
+    *flag_slot(a, flag) = v;
+    return 0;
+  }
+  if (!valid_shard(v)) return usage_error("--shard: '%s' is not STREAM/N", v);
+  if (a->nshards == RP_MAX_SHARDS) return usage_error("--shard: more than %s selections", "256");
+  a->shards[a->nshards++] = v;
+  return 0;
+}
+
 static int parse(const rp_command *c, int argc, char **argv, rp_args *a) {
   const char *env = getenv("FELIX_DATA_DIR");
   if (env && *env && word_in("--data-dir", c->allowed)) a->data_dir = env;
-  for (int i = 1; i < argc; i++) {
-    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(f, "-h") || !strcmp(f, "--help")) return fputs(usage_text, stdout), -1;
-    if (!word_in(f, c->allowed)) return usage_error(f[0] == '-' ? "unknown option %s for this command" : "unexpected argument '%s'", f);
-    if (!strcmp(f, "--json")) {
-      a->json = true;
-      continue;
-    }
-    if (!v || !*v) return usage_error("%s needs a value", f);
-    i++;
-    if (!strcmp(f, "--shard")) {
-      if (!valid_shard(v)) return usage_error("--shard: '%s' is not STREAM/N", v);
-      if (a->nshards == RP_MAX_SHARDS) return usage_error("--shard: more than %s selections", "256");
-      a->shards[a->nshards++] = v;
-    } else {
-      *flag_slot(a, f) = v;
-    }
+  felix_opts p = {.argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
+  const char *v;
+  char flag[64];
+  for (int opt; (opt = felix_opts_next(&p, &v)) != -1;) {
+    if (opt == '?') return usage_error("%s", p.error);
+    if (opt == 'h') return fputs(usage_text, stdout), -1;
+    felix_opts_name(&p, opt, flag);
+    if (!word_in(flag, c->allowed)) return usage_error("unknown option %s for this command", flag);
+    int rc = take_flag(a, flag, v);
+    if (rc) return rc;
   }
+  if (optind < argc) return usage_error("unexpected argument '%s'", argv[optind]);
   return check_required(c, a);
 }
 

@@ -61,6 +61,27 @@ make_data() {
   done
 }
 
+# One parser (getopt_long): --flag=value as --flag value, options before or
+# after the operands, whole names only, and a value where none is taken named.
+@test "options take --flag=value or --flag value, anywhere; --json=x and abbreviations are refused" {
+  make_data
+  run -0 inspect --json dump "$SEG" --from 3 --limit 2 --payload none
+  want=$output
+  run -0 inspect --json dump "$SEG" --from=3 --limit=2 --payload=none
+  assert_equal "$output" "$want"
+  run -0 inspect --from=3 --limit 2 --json --payload=none dump "$SEG"
+  assert_equal "$output" "$want"
+  [ "$(jlines 'j["offset"]' <<<"$want" | tr '\n' ' ')" = "3 4 " ]
+  run -2 --separate-stderr inspect --json=yes d
+  assert_equal "${stderr_lines[0]}" "felix-inspect: error: --json takes no value"
+  for abbrev in --js --ver --he; do
+    run -2 --separate-stderr inspect $abbrev d
+    assert_equal "${stderr_lines[0]}" "felix-inspect: error: unknown option $abbrev"
+  done
+  run -0 inspect -- d # "--" ends the options
+  assert_line --partial "storage id:"
+}
+
 @test "dump's options on another subcommand exit 2 naming the option" {
   make_data
   for opt in --from --limit --payload; do

@@ -122,6 +122,19 @@ need_shell() {
   done
 }
 
+# One parser (getopt_long, lib/util/cli.c): whole names only, so adding a
+# flag never changes what an abbreviated one meant.
+@test "abbreviated flags are unknown, a switch given a value is named, and -- ends the flags" {
+  for abbrev in --out --control --time; do
+    run -2 --separate-stderr ctl $abbrev x version
+    [[ $stderr == *"felixctl: error: unknown option $abbrev"* ]] || fail "$abbrev: $stderr"
+  done
+  run -2 --separate-stderr ctl stream delete s --yes=1
+  [[ $stderr == *"felixctl: error: --yes takes no value"* ]] || fail "$stderr"
+  run -2 --separate-stderr ctl -- --version
+  [[ $stderr == *"unknown command '--version'"* ]] || fail "$stderr"
+}
+
 @test "a flag of another command exits 2 naming the flag and the command" {
   run -2 --separate-stderr ctl cluster status --shards 3
   [[ $stderr == *"--shards is not an option of 'cluster status'"* ]] || fail "$stderr"

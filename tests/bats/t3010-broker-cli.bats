@@ -93,9 +93,12 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   [ ! -e "$W/cp.db" ]
 }
 
-@test "felix-broker --version prints the version" {
+@test "felix-broker --version and felix-broker version print the version" {
   run -0 broker --version
   assert_output --regexp '^felix-broker [0-9]+\.[0-9]+\.[0-9]+$'
+  want=$output
+  run -0 broker version
+  assert_output "$want"
 }
 
 # --- usage errors ---------------------------------------------------------
@@ -169,6 +172,21 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   [[ $stderr == *"unknown option --bogus"* ]] || fail "$stderr"
 }
 
+# One parser (getopt_long) for every subcommand: --flag=value as --flag
+# value, whole names only.
+@test "run and restore-point take --flag=value; abbreviated flags are unknown" {
+  # shellcheck disable=SC2046
+  run -2 --separate-stderr broker run --id=b1 --data-dir="$W/d" --token-file="$W/token" --fsync-mode=always
+  [[ $stderr == *"--fsync-mode: 'always' is not none, periodic or on_commit"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker run --id=b1 --data "$W/d" # getopt_long alone would take it for --data-dir
+  [[ $stderr == *"unknown option --data"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker run --id=b1 --data-dir="$W/d" stray
+  [[ $stderr == *"unexpected argument 'stray'"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker restore-point create --data-dir="$W/d" --to="$W/p" --shard=nope
+  [[ $stderr == *"--shard: 'nope' is not STREAM/N"* ]] || fail "$stderr"
+  [ ! -e "$W/d" ] && [ ! -e "$W/p" ] || fail "a usage error created a directory"
+}
+
 @test "run: a flag without its value exits 2 naming the flag" {
   # shellcheck disable=SC2046
   run -2 --separate-stderr broker run $(run_args) --fsync-mode
@@ -185,7 +203,11 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   run -2 --separate-stderr broker control-plane --db "$W/cp.db" --lease-ms=7
   [[ $stderr == *"--lease-ms '7'"* ]] || fail "$stderr"
   run -2 --separate-stderr broker control-plane --db "$W/cp.db" --bogus
-  [[ $stderr == *"'--bogus'"* ]] || fail "$stderr"
+  [[ $stderr == *"felix-broker: error: unknown option --bogus"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker control-plane --db "$W/cp.db" --lea 100 # whole names only
+  [[ $stderr == *"felix-broker: error: unknown option --lea"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker control-plane --db "$W/cp.db" stray
+  [[ $stderr == *"unexpected argument 'stray'"* ]] || fail "$stderr"
   run -2 --separate-stderr broker control-plane --db "$W/cp.db" --listen nocolon
   [[ $stderr == *"--listen 'nocolon'"* ]] || fail "$stderr"
   [ ! -e "$W/cp.db" ] && [ ! -e "$W/cp.db.admin-token" ] || fail "a usage error created files"
@@ -285,9 +307,9 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   assert_output --partial "-F _felix_broker"
 }
 
-@test "bash: felix-broker <TAB> offers control-plane, run and restore-point" {
+@test "bash: felix-broker <TAB> offers control-plane, run, restore-point and version" {
   run -0 complete_bash ""
-  assert_equal "$(sorted "$output")" "control-plane restore-point run "
+  assert_equal "$(sorted "$output")" "control-plane restore-point run version "
   run -0 complete_bash ru
   assert_output run
   run -0 complete_bash --
@@ -331,7 +353,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   need_shell zsh
   run -0 zsh -n "$COMP_DIR/_felix-broker"
   head -n 1 "$COMP_DIR/_felix-broker" | grep -qx '#compdef felix-broker'
-  for w in control-plane run $RUN_FLAGS $CP_FLAGS --version 'none periodic on_commit' '_path_files -/' _files; do
+  for w in control-plane run version: $RUN_FLAGS $CP_FLAGS --version 'none periodic on_commit' '_path_files -/' _files; do
     grep -qF -- "$w" "$COMP_DIR/_felix-broker" || fail "_felix-broker does not mention $w"
   done
   run -0 zsh -f -c "fpath=('$COMP_DIR' \$fpath); autoload -Uz compinit; compinit -u -d '$W/zcompdump'; print -r -- \$_comps[felix-broker]"
@@ -342,7 +364,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   need_shell fish
   run -0 fish --no-execute "$COMP_DIR/felix-broker.fish"
   run -0 complete_fish "felix-broker "
-  assert_equal "$(sorted "$output")" "control-plane restore-point run "
+  assert_equal "$(sorted "$output")" "control-plane restore-point run version "
   run -0 complete_fish "felix-broker run --fsync-mode "
   assert_equal "$(sorted "$output")" "none on_commit periodic "
   run -0 complete_fish "felix-broker run --"

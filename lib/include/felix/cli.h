@@ -1,0 +1,32 @@
+/* cli.h — the one option loop of every Felix program, on getopt_long(3),
+ * and the version they all print. */
+#ifndef FELIX_CLI_H
+#define FELIX_CLI_H
+
+#include <getopt.h>
+#include <stddef.h>
+
+#define FELIX_VERSION "0.1.0"
+
+typedef struct felix_opts {
+  int argc;
+  char **argv;
+  const char *shortopts;         /* getopt's, without the leading '+' or ':' */
+  const struct option *longopts; /* ends with {0} */
+  int in_order;                  /* stop at the first argument that is not an option */
+  int started;
+  char error[320];               /* why the last felix_opts_next returned '?' */
+} felix_opts;
+
+/* Returns the next option's val (value in *value, NULL when it has none),
+ * -1 when none are left (the operands are argv[optind..]), or '?' with
+ * o->error naming the option: unknown, missing its value, given a value it
+ * does not take. Long options match whole names only: GNU's abbreviations
+ * ("--j" for "--json") are refused, so adding a flag never changes what a
+ * script's command line means. Accepts --flag=value and --flag value. */
+int felix_opts_next(felix_opts *o, const char **value);
+
+/* The name of the long option with this val ("--x"), or "-c" for a short one. */
+const char *felix_opts_name(const felix_opts *o, int val, char buf[64]);
+
+#endif

@@ -1,0 +1,65 @@
+/* util/cli.c — getopt_long with Felix's errors: opterr off, every problem
+ * returned as one message that names the option. */
+#include "felix/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *felix_opts_name(const felix_opts *o, int val, char buf[64]) {
+  for (const struct option *l = o->longopts; l && l->name; l++)
+    if (l->val == val) {
+      snprintf(buf, 64, "--%s", l->name);
+      return buf;
+    }
+  snprintf(buf, 64, "-%c", val);
+  return buf;
+}
+
+/* The argv element the option just returned came from: the one before its
+ * separate value, if it had one. */
+static const char *option_text(const felix_opts *o, const char *value) {
+  if (value && optind >= 2 && value == o->argv[optind - 1]) return o->argv[optind - 2];
+  return optind >= 1 ? o->argv[optind - 1] : "";
+}
+
+/* "--name" or "--name=..." spelled out in full. */
+static int whole_name(const char *text, const char *name) {
+  size_t n = strlen(name);
+  return !strncmp(text, "--", 2) && !strncmp(text + 2, name, n) && (text[2 + n] == '\0' || text[2 + n] == '=');
+}
+
+static int fail(felix_opts *o, const char *fmt, const char *what) {
+  snprintf(o->error, sizeof o->error, fmt, what);
+  return '?';
+}
+
+int felix_opts_next(felix_opts *o, const char **value) {
+  char spec[128], name[64];
+  snprintf(spec, sizeof spec, "%s:%s", o->in_order ? "+" : "", o->shortopts ? o->shortopts : "");
+  if (!o->started) optind = 0; /* glibc: 0 re-initialises, for a second parser in one process */
+  o->started = 1;
+  opterr = 0;
+  int index = -1;
+  int c = getopt_long(o->argc, o->argv, spec, o->longopts, &index);
+  *value = optarg;
+  if (c == -1) return -1;
+  const char *text = c == '?' || c == ':' ? (optind >= 1 ? o->argv[optind - 1] : "") : option_text(o, optarg);
+  if (c == ':') {
+    if (text[0] == '-' && text[1] != '-' && optopt) return fail(o, "%s needs a value", felix_opts_name(o, optopt, name));
+    return fail(o, "%s needs a value", text);
+  }
+  if (c == '?') {
+    if (optopt && !strncmp(text, "--", 2) && strchr(text, '='))
+      return fail(o, "%s takes no value", felix_opts_name(o, optopt, name));
+    if (optopt && text[0] == '-' && text[1] != '-') {
+      snprintf(name, sizeof name, "-%c", optopt);
+      return fail(o, "unknown option %s", name);
+    }
+    return fail(o, "unknown option %s", text);
+  }
+  if (index >= 0 && !whole_name(text, o->longopts[index].name)) {
+    snprintf(name, sizeof name, "%.*s", (int)strcspn(text, "="), text);
+    return fail(o, "unknown option %s", name);
+  }
+  return c;
+}
