@@ -39,8 +39,8 @@ _felix_broker() {
     local rp_list_opts="--from --json --help -h"
     local rp_verify_opts="--from --shard --json --help -h"
     local rp_restore_opts="--from --data-dir --shard --json --help -h"
-    local cp_opts="--listen --db --lease-ms --admin-token-file --broker-token-file --help -h"
-    local run_opts="--id --data-dir --listen --http --control-plane --token-file --fsync-mode --fsync-interval-ms --help -h"
+    local cp_opts="--listen --db --lease-ms --admin-token-file --broker-token-file --log-level --help -h"
+    local run_opts="--id --data-dir --listen --http --control-plane --token-file --fsync-mode --fsync-interval-ms --log-level --help -h"
 
     # The subcommand is the first word after the program.
     local sub=""
@@ -51,6 +51,10 @@ _felix_broker() {
     case $prev in
     --fsync-mode)
         COMPREPLY=($(compgen -W "none periodic on_commit" -- "$cur"))
+        return 0
+        ;;
+    --log-level)
+        COMPREPLY=($(compgen -W "debug info warn error" -- "$cur"))
         return 0
         ;;
     --data-dir | --to | --from)

@@ -48,6 +48,7 @@ complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -l db -r
 complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -l lease-ms -x -d 'Broker lease in milliseconds'
 complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -l admin-token-file -r -F -d "The operators' bearer token file"
 complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -l broker-token-file -r -F -d "The brokers' bearer token file"
+complete -c felix-broker -n "__fish_seen_subcommand_from control-plane" -l log-level -x -a 'debug info warn error' -d 'The lowest level logged'
 
 # run
 complete -c felix-broker -n "__fish_seen_subcommand_from run" -s h -l help -d 'Print the usage of run'
@@ -59,6 +60,7 @@ complete -c felix-broker -n "__fish_seen_subcommand_from run" -l control-plane -
 complete -c felix-broker -n "__fish_seen_subcommand_from run" -l token-file -r -F -d "The control plane's broker token file"
 complete -c felix-broker -n "__fish_seen_subcommand_from run" -l fsync-mode -x -a 'none periodic on_commit' -d 'When appends are synced'
 complete -c felix-broker -n "__fish_seen_subcommand_from run" -l fsync-interval-ms -x -d 'Periodic flush interval in ms'
+complete -c felix-broker -n "__fish_seen_subcommand_from run" -l log-level -x -a 'debug info warn error' -d 'The lowest level logged'
 
 # restore-point
 set -l __felix_broker_rp create list verify restore

@@ -10,9 +10,10 @@
 static void usage(FILE *f) {
   fputs("usage: felix-broker control-plane --listen ADDR --db FILE [--lease-ms N]\n"
         "                                  [--admin-token-file F] [--broker-token-file F]\n"
+        "                                  [--log-level LEVEL]\n"
         "       felix-broker run --id ID --data-dir DIR --listen ADDR --http ADDR\n"
         "                        --control-plane URL [--fsync-mode none|periodic|on_commit]\n"
-        "                        [--fsync-interval-ms N] [--token-file F]\n"
+        "                        [--fsync-interval-ms N] [--token-file F] [--log-level LEVEL]\n"
         "       felix-broker restore-point create|list|verify|restore ...\n"
         "       felix-broker version | --help | --version\n\n"
         "  control-plane  run the control plane: HTTP/JSON API on ADDR, state in the SQLite FILE\n"

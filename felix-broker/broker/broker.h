@@ -27,6 +27,7 @@ typedef struct broker_config {
   const char *http;
   const char *control_plane;
   const char *token_file;
+  const char *log_level; /* --log-level (NULL: FELIX_LOG_LEVEL, else info) */
   felix_log_config log;
   uint32_t drain_timeout_ms;
   uint32_t test_slow_drain_ms; /* FELIX_TEST_SLOW_DRAIN_MS: tests only, logged */

@@ -24,7 +24,8 @@
 static const char *usage_text =
     "usage: felix-broker run --id ID --data-dir DIR [--listen ADDR] [--http ADDR]\n"
     "                        [--control-plane URL] [--token-file F]\n"
-    "                        [--fsync-mode none|periodic|on_commit] [--fsync-interval-ms N]\n\n"
+    "                        [--fsync-mode none|periodic|on_commit] [--fsync-interval-ms N]\n"
+    "                        [--log-level debug|info|warn|error]\n\n"
     "Runs a broker: takes DIR's lock, recovers every shard copy, decides the storage\n"
     "identity, registers with the control plane and serves the data protocol.\n\n"
     "  --id ID                  broker id (letters, digits, '.', '_', '-'; at most 64)\n"
@@ -35,6 +36,7 @@ static const char *usage_text =
     "  --token-file F           the control plane's broker token (env FELIX_TOKEN_FILE)\n"
     "  --fsync-mode MODE        none, periodic (default) or on_commit (env FELIX_DURABLE_FSYNC_MODE)\n"
     "  --fsync-interval-ms N    periodic flush interval (default 250; env FELIX_DURABLE_FSYNC_INTERVAL_MS)\n"
+    "  --log-level LEVEL        debug, info (default), warn or error (env FELIX_LOG_LEVEL)\n"
     "  -h, --help               this help\n\n"
     "SIGTERM or SIGINT drains: readiness off, producer appends refused, every store\n"
     "flushed, run-state state=stopped, exit 0 (within FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS,\n"
@@ -71,17 +73,18 @@ static bool valid_address(const char *addr, bool ipv4_only) {
   return broker_parse_addr(addr, &ss) == 0 && (!ipv4_only || ss.ss_family == AF_INET);
 }
 
-enum { OPT_ID = 1, OPT_DATA_DIR, OPT_LISTEN, OPT_HTTP, OPT_CP, OPT_TOKEN_FILE, OPT_FSYNC_MODE, OPT_FSYNC_INTERVAL };
+enum { OPT_ID = 1, OPT_DATA_DIR, OPT_LISTEN, OPT_HTTP, OPT_CP, OPT_TOKEN_FILE, OPT_LOG_LEVEL, OPT_FSYNC_MODE, OPT_FSYNC_INTERVAL };
 static const struct option longopts[] = {
     {"id", required_argument, NULL, OPT_ID},           {"data-dir", required_argument, NULL, OPT_DATA_DIR},
     {"listen", required_argument, NULL, OPT_LISTEN},   {"http", required_argument, NULL, OPT_HTTP},
     {"control-plane", required_argument, NULL, OPT_CP}, {"token-file", required_argument, NULL, OPT_TOKEN_FILE},
     {"fsync-mode", required_argument, NULL, OPT_FSYNC_MODE}, {"fsync-interval-ms", required_argument, NULL, OPT_FSYNC_INTERVAL},
-    {"help", no_argument, NULL, 'h'},                  {0, 0, 0, 0}};
+    {"log-level", required_argument, NULL, OPT_LOG_LEVEL}, {"help", no_argument, NULL, 'h'},
+    {0, 0, 0, 0}};
 
 static int flag_value(int opt, const char *v, broker_config *c) {
   const char **text[] = {[OPT_ID] = &c->id, [OPT_DATA_DIR] = &c->data_dir, [OPT_LISTEN] = &c->listen, [OPT_HTTP] = &c->http,
-                         [OPT_CP] = &c->control_plane, [OPT_TOKEN_FILE] = &c->token_file};
+                         [OPT_CP] = &c->control_plane, [OPT_TOKEN_FILE] = &c->token_file, [OPT_LOG_LEVEL] = &c->log_level};
   if (opt < OPT_FSYNC_MODE) {
     *text[opt] = v;
   } else if (opt == OPT_FSYNC_MODE) {
@@ -106,6 +109,8 @@ static int parse_flags(int argc, char **argv, broker_config *c) {
     if (rc) return rc;
   }
   if (optind < argc) return usage_error("unexpected argument '%s': felix-broker run takes flags only%s", argv[optind], "");
+  char err[160];
+  if (!felix_log_configure(c->log_level, err, sizeof err)) return usage_error("%s%s", err, "");
   return 0;
 }
 
@@ -151,6 +156,7 @@ static int parse_args(int argc, char **argv, broker_config *c) {
  * periodic flush did not fail behind our back (§3.2: fail closed). */
 static void on_metrics_timer(uv_timer_t *t) {
   broker *b = t->data;
+  felix_log_flush_repeats(); /* a burst of identical lines that stopped still gets its count */
   for (shard *s = b->shards; s && !b->stopping; s = s->next) {
     if (!s->log || s->refused) continue;
     felix_log_stats st;
@@ -237,7 +243,7 @@ int broker_main(int argc, char **argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   char pid[32];
   snprintf(pid, sizeof pid, "%ld", (long)getpid());
-  felix_log_event("info", "starting", "id", b->cfg.id, "data_dir", b->cfg.data_dir, "fsync_mode",
+  felix_log_event("info", "starting", "id", b->cfg.id, "version", FELIX_VERSION, "data_dir", b->cfg.data_dir, "fsync_mode",
                   felix_fsync_mode_name(b->cfg.log.fsync_mode), "pid", pid, NULL);
   if (b->cfg.test_slow_drain_ms)
     felix_log_event("warn", "FELIX_TEST_SLOW_DRAIN_MS is set: the drain waits before flushing (tests only)", NULL);

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "abandon.h"
-#include "log.h"
+#include "felix/logfmt.h"
 #include "state_internal.h"
 #include "felix/fileutil.h"
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "abandon.h"
-#include "log.h"
+#include "felix/logfmt.h"
 #include "state_internal.h"
 #include "felix/fileutil.h"
 
@@ -121,7 +121,7 @@ void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry
   if (cp_store_commit(cp->store, &err) == FELIX_OK) return;
 fail:
   cp_store_rollback(cp->store);
-  cp_log("error", "cannot record inventory", "broker", b->id, "error", err.msg, NULL);
+  felix_log_event("error", "cannot record inventory", "broker", b->id, "error", err.msg, NULL);
 }
 
 /* Slot i of sh names a copy its broker's registration did not list. */
@@ -156,7 +156,7 @@ void cp_forget_missing_copies(cp_state *cp, const cp_broker_row *b) {
 fail:
   free(rows);
   cp_store_rollback(cp->store);
-  cp_log("error", "cannot record missing copies", "broker", b->id, "error", err.msg, NULL);
+  felix_log_event("error", "cannot record missing copies", "broker", b->id, "error", err.msg, NULL);
 }
 
 /* Pins generation G+1 on slot i's copy and current incarnation, and commits. */
@@ -180,7 +180,7 @@ static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
                    next.leader_copy_id, next.leader_incarnation, why) ||
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
-    cp_log("error", "cannot issue generation", "stream", sh->stream, "error", err.msg, NULL);
+    felix_log_event("error", "cannot issue generation", "stream", sh->stream, "error", err.msg, NULL);
     return;
   }
   *sh = next;
@@ -234,7 +234,7 @@ static bool no_quorum_too_long(cp_state *cp, const cp_shard_row *sh, char *why, 
            "leader %s lost: no quorum for %" PRId64 " ms (more than a lease); moved once its leader-ack lease had passed",
            sh->leader, w->no_quorum_ms);
   w->no_quorum_ms = 0; /* fires once per report of it */
-  cp_log("warn", "the leader has no quorum: its leader-ack lease is no longer renewed; the shard moves once it has passed",
+  felix_log_event("warn", "the leader has no quorum: its leader-ack lease is no longer renewed; the shard moves once it has passed",
          "stream", sh->stream, "leader", sh->leader, NULL);
   return false;
 }
@@ -281,7 +281,7 @@ static void mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, 
                    "%s/%d has no caught-up replica (%s); excluded: %s", next.stream, next.shard, lost, detail) ||
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
-    cp_log("error", "cannot record shard state", "stream", sh->stream, "error", err.msg, NULL);
+    felix_log_event("error", "cannot record shard state", "stream", sh->stream, "error", err.msg, NULL);
     return;
   }
   *sh = next;

@@ -19,7 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "api.h"
-#include "log.h"
+#include "felix/logfmt.h"
 #include "felix/lease.h"
 
 struct cp_server {

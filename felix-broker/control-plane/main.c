@@ -18,7 +18,7 @@
 
 #include "auth.h"
 #include "http.h"
-#include "log.h"
+#include "felix/logfmt.h"
 #include "state.h"
 #include "felix/cli.h"
 #include "felix/exitcode.h"
@@ -38,7 +38,8 @@ static void on_signal(int sig) {
 
 static void usage(FILE *f) {
   fputs("usage: felix-broker control-plane --listen ADDR --db FILE [--lease-ms N]\n"
-        "                                  [--admin-token-file F] [--broker-token-file F]\n\n"
+        "                                  [--admin-token-file F] [--broker-token-file F]\n"
+        "                                  [--log-level debug|info|warn|error]\n\n"
         "Runs the control plane: the HTTP/JSON API of docs/control-plane-api.md on ADDR,\n"
         "its state in the SQLite database FILE.\n\n"
         "  --listen ADDR             HOST:PORT to serve on (default 127.0.0.1:7070)\n"
@@ -49,6 +50,7 @@ static void usage(FILE *f) {
         "                            generated with mode 0600 when absent)\n"
         "  --broker-token-file F     the brokers' bearer token (default FILE.broker-token,\n"
         "                            generated with mode 0600 when absent)\n"
+        "  --log-level LEVEL         debug, info (default), warn or error (env FELIX_LOG_LEVEL)\n"
         "  -h, --help                this help\n\n"
         "Logs go to stderr (logfmt). SIGTERM or SIGINT stops it cleanly (exit 0).\n"
         "Exit codes: 0 ok, 1 failure, 2 usage, 4 the database is in use by another control plane.\n",
@@ -75,15 +77,15 @@ static int parse_lease(const char *v, uint64_t *out) {
 static const struct option longopts[] = {
     {"listen", required_argument, NULL, 'l'},           {"db", required_argument, NULL, 'd'},
     {"lease-ms", required_argument, NULL, 'L'},         {"admin-token-file", required_argument, NULL, 'a'},
-    {"broker-token-file", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-    {0, 0, 0, 0}};
+    {"broker-token-file", required_argument, NULL, 'b'}, {"log-level", required_argument, NULL, 'v'},
+    {"help", no_argument, NULL, 'h'},                   {0, 0, 0, 0}};
 
 /* Returns -1 to go on, else an exit code. */
 static int parse_args(int argc, char **argv, cp_args *a) {
   *a = (cp_args){.listen = "127.0.0.1:7070", .lease_ms = CP_DEFAULT_LEASE_MS};
   felix_opts p = {.argc = argc, .argv = argv, .shortopts = "h", .longopts = longopts};
-  const char *v;
-  char name[64];
+  const char *v, *log_level = NULL;
+  char name[64], err[160];
   for (int c; (c = felix_opts_next(&p, &v)) != -1;) {
     if (c == '?') return usage_error("%s%s", p.error, "");
     if (c == 'h') return usage(stdout), FELIX_EXIT_OK;
@@ -93,7 +95,9 @@ static int parse_args(int argc, char **argv, cp_args *a) {
     else if (c == 'L' && parse_lease(v, &a->lease_ms)) return FELIX_EXIT_USAGE;
     else if (c == 'a') a->admin_token_file = v;
     else if (c == 'b') a->broker_token_file = v;
+    else if (c == 'v') log_level = v;
   }
+  if (!felix_log_configure(log_level, err, sizeof err)) return usage_error("%s%s", err, "");
   if (optind < argc) return usage_error("unexpected argument '%s': control-plane takes flags only%s", argv[optind], "");
   char host[256], port[16];
   if (!a->db) return usage_error("--db FILE is required%s%s", "", "");
@@ -126,7 +130,7 @@ static int lock_db(const char *db, int *exit_code) {
   }
   int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
   if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
-    cp_log("warn", "cannot record pid in lock file", "path", path, NULL);
+    felix_log_event("warn", "cannot record pid in lock file", "path", path, NULL);
   return fd;
 }
 
@@ -142,7 +146,7 @@ static int load_token(const char *flag, const char *flag_path, const char *db, c
     else fprintf(stderr, "felix-broker: error: %s\n", err.msg);
     return FELIX_EXIT_FAILURE;
   }
-  cp_log("info", created ? "generated token file" : "using token file", "kind", suffix + 1, "path", path, NULL);
+  felix_log_event("info", created ? "generated token file" : "using token file", "kind", suffix + 1, "path", path, NULL);
   return 0;
 }
 
@@ -163,6 +167,7 @@ static void run_loop(cp_state *cp) {
     pthread_mutex_lock(&cp->mu);
     cp_state_tick(cp, felix_monotonic_ms());
     pthread_mutex_unlock(&cp->mu);
+    felix_log_flush_repeats(); /* a burst of identical lines that stopped still gets its count */
   }
 }
 
@@ -182,13 +187,13 @@ static int serve(const cp_args *a, const cp_tokens *tokens) {
   char lease[32], schema[16];
   snprintf(lease, sizeof lease, "%llu", (unsigned long long)a->lease_ms);
   snprintf(schema, sizeof schema, "%d", cp_store_schema_version(cp.store));
-  cp_log("info", "control plane serving", "listen", a->listen, "db", a->db, "instance_id", cp.instance_id,
+  felix_log_event("info", "control plane serving", "version", FELIX_VERSION, "listen", a->listen, "db", a->db, "instance_id", cp.instance_id,
          "lease_ms", lease, "schema_version", schema, NULL);
   run_loop(&cp);
-  cp_log("info", "stopping", "signal", stop_signal == SIGINT ? "SIGINT" : "SIGTERM", NULL);
+  felix_log_event("info", "stopping", "signal", stop_signal == SIGINT ? "SIGINT" : "SIGTERM", NULL);
   cp_http_stop(srv); /* waits for requests in flight: none touches the store after this */
   cp_state_close(&cp);
-  cp_log("info", "stopped: database closed", "db", a->db, NULL);
+  felix_log_event("info", "stopped: database closed", "db", a->db, NULL);
   return FELIX_EXIT_OK;
 }
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "felix/logfmt.h"
 #include "felix/replication.h"
 #include "state_internal.h"
 #include "felix/fileutil.h"
@@ -135,7 +135,7 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   if (!same_dir && felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms)) {
     /* An operator must hear of it: two live processes under one --id
      * register in turn, each taking the other's shards away. */
-    cp_log("warn", "a broker registered from another directory or boot while its previous process was alive: "
+    felix_log_event("warn", "a broker registered from another directory or boot while its previous process was alive: "
            "its shards move once that process's lease has passed; if both run, stop one (two processes with one --id)",
            "broker", b.id, "storage_id", r->storage_id, NULL);
     cp_note_predecessor(l, old_incarnation, l->renewed_ms);

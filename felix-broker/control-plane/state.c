@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "felix/logfmt.h"
 #include "felix/fileutil.h"
 
 cp_live *cp_live_get(cp_state *cp, const char *id, bool create) {
@@ -318,7 +318,7 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
   bool changed = notice_lapses(cp);
   if (!cp->grace_over && cp->clock.now_ms >= cp->grace_ms) {
     cp->grace_over = true;
-    cp_log("info", "a lease has passed since the start: a shard still waiting for inventories may be abandoned", NULL);
+    felix_log_event("info", "a lease has passed since the start: a shard still waiting for inventories may be abandoned", NULL);
     changed = true;
   }
   if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
@@ -426,12 +426,29 @@ void cp_reevaluate_all(cp_state *cp) {
   size_t n = 0;
   felix_err err;
   if (cp_store_shards_list(cp->store, NULL, &rows, &n, &err) != FELIX_OK) {
-    cp_log("error", "cannot list shards", "error", err.msg, NULL);
+    felix_log_event("error", "cannot list shards", "error", err.msg, NULL);
     free(rows);
     return;
   }
   for (size_t i = 0; i < n; i++) cp_evaluate_shard(cp, &rows[i]);
   free(rows);
+}
+
+/* The event as a log line, its fields as keys (shard=STREAM/N, broker=,
+ * generation=) for a log pipeline to select on. A lapsed lease takes a
+ * broker's shards away: an operator must see it (warn). */
+static void log_event(const cp_event *e) {
+  char shard[CP_ID_MAX + 16] = "", gen[24] = "";
+  if (e->shard >= 0) snprintf(shard, sizeof shard, "%s/%d", e->stream, e->shard);
+  if (e->generation >= 0) snprintf(gen, sizeof gen, "%lld", (long long)e->generation);
+  const char *k[3] = {NULL, NULL, NULL}, *v[3] = {NULL, NULL, NULL};
+  int n = 0;
+  if (shard[0]) k[n] = "shard", v[n++] = shard;
+  if (e->broker[0]) k[n] = "broker", v[n++] = e->broker;
+  if (gen[0]) k[n] = "generation", v[n++] = gen;
+  /* the first NULL key ends the pairs: the fields an event lacks are left out */
+  felix_log_event(strcmp(e->kind, "lease_lapsed") ? "info" : "warn", e->message, "event", e->kind, k[0], v[0], k[1], v[1],
+                  k[2], v[2], NULL);
 }
 
 felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh, const char *broker,
@@ -452,8 +469,7 @@ felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh
   va_start(ap, fmt);
   vsnprintf(e.message, sizeof e.message, fmt, ap);
   va_end(ap);
-  /* A lapsed lease takes a broker's shards away: an operator must see it. */
-  cp_log(strcmp(kind, "lease_lapsed") ? "info" : "warn", e.message, "event", kind, NULL);
+  log_event(&e);
   return cp_store_event_add(cp->store, &e, err);
 }
 
@@ -473,6 +489,6 @@ void cp_outcome_fail(cp_outcome *o, int status, const char *hint, const char *fm
 }
 
 void cp_outcome_store_error(cp_outcome *o, const felix_err *err) {
-  cp_log("error", "database error", "error", err->msg, NULL);
+  felix_log_event("error", "database error", "error", err->msg, NULL);
   cp_outcome_fail(o, 500, "see the control plane's log", "database error: %s", err->msg);
 }

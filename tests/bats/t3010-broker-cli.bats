@@ -10,8 +10,8 @@ load cluster
 
 COMP_DIR="$REPO_ROOT/completions"
 UNREACHABLE=http://127.0.0.1:1
-RUN_FLAGS="--id --data-dir --listen --http --control-plane --token-file --fsync-mode --fsync-interval-ms --help"
-CP_FLAGS="--listen --db --lease-ms --admin-token-file --broker-token-file --help"
+RUN_FLAGS="--id --data-dir --listen --http --control-plane --token-file --fsync-mode --fsync-interval-ms --log-level --help"
+CP_FLAGS="--listen --db --lease-ms --admin-token-file --broker-token-file --log-level --help"
 
 eval "$(declare -f setup | sed '1s/^setup/helpers_setup/')"
 setup() {
@@ -187,6 +187,20 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   [ ! -e "$W/d" ] && [ ! -e "$W/p" ] || fail "a usage error created a directory"
 }
 
+@test "--log-level and FELIX_LOG_LEVEL: a bad value exits 2 naming it, before anything is touched" {
+  # shellcheck disable=SC2046
+  run -2 --separate-stderr broker run $(run_args) --log-level loud
+  [[ $stderr == *"felix-broker: error: --log-level: 'loud' is not debug, info, warn or error"* ]] || fail "$stderr"
+  # shellcheck disable=SC2046
+  FELIX_LOG_LEVEL=chatty run -2 --separate-stderr broker run $(run_args)
+  [[ $stderr == *"environment FELIX_LOG_LEVEL: 'chatty' is not debug, info, warn or error"* ]] || fail "$stderr"
+  run -2 --separate-stderr broker control-plane --db "$W/cp.db" --log-level=INFO
+  [[ $stderr == *"--log-level: 'INFO' is not debug, info, warn or error"* ]] || fail "$stderr"
+  [ ! -e "$W/d" ] && [ ! -e "$W/cp.db" ] || fail "a usage error created files"
+  run -0 complete_bash run --log-level ""
+  assert_equal "$(sorted "$output")" "debug error info warn "
+}
+
 @test "run: a flag without its value exits 2 naming the flag" {
   # shellcheck disable=SC2046
   run -2 --separate-stderr broker run $(run_args) --fsync-mode
@@ -237,7 +251,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
     grep -Eq "^ts=[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z level=info msg=\"generated token file\" kind=$kind-token path=$f\$" \
       "$C/cp.log" || fail "no logfmt line with the path of $f: $(cat "$C/cp.log")"
   done
-  grep -Eq '^ts=[^ ]+ level=info msg="control plane serving" listen='"$CP_ADDR"' ' "$C/cp.log" ||
+  grep -Eq '^ts=[^ ]+ level=info msg="control plane serving" version=[0-9.]+ listen='"$CP_ADDR"' ' "$C/cp.log" ||
     fail "no serving line: $(cat "$C/cp.log")"
   # every line is logfmt; no line holds a token
   while IFS= read -r l; do
@@ -297,6 +311,11 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   while IFS= read -r l; do
     [[ $l =~ ^ts=[0-9T:.Z-]+\ level=(info|warn|error)\ msg= ]] || fail "not logfmt: $l"
   done <"$C/b1.log"
+  # a control-plane event carries its fields as keys, not only in msg
+  grep -qE ' msg="[^"]*" event=active shard=m/0 broker=b1 generation=[0-9]+' "$C/cp.log" || fail "$(grep event= "$C/cp.log")"
+  version=$("$BROKER" --version | cut -d' ' -f2)
+  grep -q " msg=starting id=b1 version=$version " "$C/b1.log" || fail "no version in the start-up line: $(grep msg=starting "$C/b1.log")"
+  grep -q " msg=\"control plane serving\" version=$version " "$C/cp.log" || fail "no version in: $(grep serving "$C/cp.log")"
 }
 
 # --- completions ----------------------------------------------------------

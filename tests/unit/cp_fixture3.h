@@ -10,7 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "control-plane/api.h"
-#include "control-plane/log.h"
+#include "felix/logfmt.h"
 #include "control-plane/state.h"
 
 #define INST1 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -39,7 +39,7 @@ static inline void fx_open(fx *f, const char *instance) {
 }
 
 static inline int setup(void **state) {
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   fx *f = calloc(1, sizeof *f);
   f->dir = tu_mkdtemp();
   f->db = tu_path(f->dir, "cp.db");

@@ -5,7 +5,7 @@
 
 #include "control-plane/auth.h"
 #include "control-plane/http.h"
-#include "control-plane/log.h"
+#include "felix/logfmt.h"
 
 static const cp_tokens toks = {.admin = "admin-secret", .broker = "broker-secret"};
 
@@ -70,7 +70,7 @@ static void dispatch(cp_state *cp, const char *method, const char *url, const ch
 
 static void refused_request_touches_nothing(void **s) {
   (void)s;
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   char *dir = tu_mkdtemp(), *db = tu_path(dir, "cp.db");
   cp_state cp;
   felix_err err;

@@ -5,7 +5,7 @@
 #include "testutil.h"
 
 #include "control-plane/abandon.h"
-#include "control-plane/log.h"
+#include "felix/logfmt.h"
 #include "control-plane/state.h"
 
 #define SID1 "11111111111111111111111111111111"
@@ -30,7 +30,7 @@ static void fx_open(fx *f, const char *instance) {
 }
 
 static int setup(void **state) {
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   fx *f = calloc(1, sizeof *f);
   f->dir = tu_mkdtemp();
   f->db = tu_path(f->dir, "cp.db");

@@ -3,7 +3,7 @@
  * schema version, streams, generations and pins (DESIGN.md §4.1, §4.8). */
 #include "testutil.h"
 
-#include "control-plane/log.h"
+#include "felix/logfmt.h"
 #include "control-plane/state.h"
 
 #define SID1 "11111111111111111111111111111111"
@@ -32,7 +32,7 @@ static long long counter_of(const char *inc, const char *inst) {
 
 static void incarnation_grows_across_restarts(void **s) {
   (void)s;
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   char *dir = tu_mkdtemp(), *db = tu_path(dir, "cp.db");
   cp_state cp;
   char inc1[CP_INC_MAX], inc2[CP_INC_MAX], inc3[CP_INC_MAX];
@@ -52,7 +52,7 @@ static void incarnation_grows_across_restarts(void **s) {
 
 static void schema_and_state_persist(void **s) {
   (void)s;
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   char *dir = tu_mkdtemp(), *db = tu_path(dir, "cp.db");
   cp_state cp;
   char inc[CP_INC_MAX];
@@ -116,7 +116,7 @@ static void newer_schema_is_refused(void **s) {
  * item 1). */
 static void shard_list_keeps_each_shards_slots(void **s) {
   (void)s;
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   char *dir = tu_mkdtemp(), *db = tu_path(dir, "cp.db");
   cp_store *st;
   felix_err err;

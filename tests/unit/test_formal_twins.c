@@ -7,7 +7,7 @@
  * the model's one client write (offset 0 of generation 1 unless said). */
 #include "testutil.h"
 
-#include "control-plane/log.h"
+#include "felix/logfmt.h"
 #include "control-plane/state.h"
 #include "felix/identity.h"
 #include "felix/placement.h"
@@ -363,7 +363,7 @@ typedef struct fx {
 } fx;
 
 static int setup(void **state) {
-  cp_log_quiet(true);
+  felix_log_set_level(FELIX_LOG_WARN);
   fx *f = calloc(1, sizeof *f);
   f->dir = tu_mkdtemp();
   f->db = tu_path(f->dir, "cp.db");
