@@ -111,6 +111,7 @@ typedef struct cp_mailbox {
   uint64_t assignments_sent_ms; /* CLOCK_BOOTTIME send time of the request it answered */
   char incarnation[128];
   bool registered;
+  bool unauthorized; /* registration answered 401: the token is not the broker token */
   /* loop -> cp thread */
   char *inventory_json;   /* newest inventory (array), owned */
   bool inventory_dirty;

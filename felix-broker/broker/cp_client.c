@@ -156,6 +156,19 @@ static void deliver(cp_session *cs, uint64_t sent_ms) {
   uv_async_send(&b->cp_async);
 }
 
+/* A wrong token never becomes right by retrying: the loop is told, and
+ * the broker drains and exits with FELIX_EXIT_UNAUTHORIZED. */
+static void refused_token(cp_session *cs) {
+  broker *b = cs->b;
+  felix_log_event("error", "the control plane refused this broker's token (401): give --token-file (or FELIX_BROKER_TOKEN_FILE) the control plane's broker token, <db>.broker-token, not the admin token",
+                  "control_plane", b->cfg.control_plane, "token_file", b->cfg.token_file, NULL);
+  pthread_mutex_lock(&b->mb.mu);
+  b->mb.unauthorized = true;
+  b->mb.stop = true; /* this thread has nothing more to say */
+  pthread_mutex_unlock(&b->mb.mu);
+  uv_async_send(&b->cp_async);
+}
+
 static void do_register(cp_session *cs) {
   char *inv = take_inventory(cs->b, true);
   char *body = register_body(cs->b, inv);
@@ -172,6 +185,8 @@ static void do_register(cp_session *cs) {
     felix_log_event("info", "registered", "broker", cs->b->cfg.id, "storage_id", cs->b->sid.hex, "incarnation", cs->incarnation,
                     "rotated", cs->b->rotated ? "true" : "false", NULL);
     deliver(cs, sent_ms);
+  } else if (code == 401) {
+    refused_token(cs);
   } else {
     complain(cs, code < 0 ? "control plane unreachable; will retry registration" : "registration refused; will retry", code);
   }

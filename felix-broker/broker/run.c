@@ -33,7 +33,7 @@ static const char *usage_text =
     "  --listen ADDR            data protocol address (default 127.0.0.1:7101)\n"
     "  --http ADDR              /live /ready /metrics address (default 127.0.0.1:7201)\n"
     "  --control-plane URL      control plane (env FELIX_CONTROL_PLANE, default http://127.0.0.1:7070)\n"
-    "  --token-file F           the control plane's broker token (env FELIX_TOKEN_FILE)\n"
+    "  --token-file F           the control plane's broker token (env FELIX_BROKER_TOKEN_FILE)\n"
     "  --fsync-mode MODE        none, periodic (default) or on_commit (env FELIX_DURABLE_FSYNC_MODE)\n"
     "  --fsync-interval-ms N    periodic flush interval (default 250; env FELIX_DURABLE_FSYNC_INTERVAL_MS)\n"
     "  --log-level LEVEL        debug, info (default), warn or error (env FELIX_LOG_LEVEL)\n"
@@ -121,7 +121,9 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   c->http = "127.0.0.1:7201";
   c->control_plane = env_or("FELIX_CONTROL_PLANE", "http://127.0.0.1:7070");
   c->data_dir = env_or("FELIX_DATA_DIR", NULL);
-  c->token_file = env_or("FELIX_TOKEN_FILE", NULL);
+  /* Not FELIX_TOKEN_FILE: that is felixctl's admin token, which a broker
+   * must never be started with by accident (the control plane refuses it). */
+  c->token_file = env_or("FELIX_BROKER_TOKEN_FILE", NULL);
   const char *drain = env_or("FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS", "25000");
   char *dend;
   unsigned long dms = strtoul(drain, &dend, 10);
@@ -134,7 +136,7 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   if (!c->id) return usage_error("--id is required%s%s", "", "");
   if (!valid_id(c->id)) return usage_error("--id: '%s' must be 1 to 64 letters, digits, '.', '_' or '-'%s", c->id, "");
   if (!c->data_dir) return usage_error("--data-dir is required (or FELIX_DATA_DIR)%s%s", "", "");
-  if (!c->token_file) return usage_error("--token-file is required (or FELIX_TOKEN_FILE): the control plane's broker token%s%s", "", "");
+  if (!c->token_file) return usage_error("--token-file is required (or FELIX_BROKER_TOKEN_FILE): the control plane's broker token, <db>.broker-token%s%s", "", "");
   if (access(c->token_file, R_OK) != 0)
     return usage_error("--token-file %s: %s (the control plane writes <db>.broker-token at its first start)", c->token_file, strerror(errno));
   /* Every flag is checked before the data directory is touched: a typo must
@@ -181,7 +183,13 @@ void broker_on_cp_async(uv_async_t *h) {
   b->mb.assignments_json = NULL;
   bool new_incarnation = b->mb.registered && strcmp(b->incarnation, b->mb.incarnation) != 0;
   if (b->mb.registered) snprintf(b->incarnation, sizeof b->incarnation, "%s", b->mb.incarnation);
+  bool unauthorized = b->mb.unauthorized;
   pthread_mutex_unlock(&b->mb.mu);
+  if (unauthorized && !b->draining) {
+    b->exit_code = FELIX_EXIT_UNAUTHORIZED;
+    broker_begin_drain(b, "the control plane refused the token");
+    return;
+  }
   /* Pins name an incarnation: a lease confirmed for the old one ends. */
   if (new_incarnation) broker_drop_shard_leases(b);
   if (json && broker_drain_takes_assignments(b)) broker_apply_cp(b, json, sent_ms);

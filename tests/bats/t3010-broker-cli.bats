@@ -17,7 +17,7 @@ eval "$(declare -f setup | sed '1s/^setup/helpers_setup/')"
 setup() {
   helpers_setup
   [ -x "$BROKER" ] || fail "felix-broker not built at $BROKER (run make all)"
-  unset FELIX_DATA_DIR FELIX_TOKEN_FILE FELIX_CONTROL_PLANE FELIX_DURABLE_FSYNC_MODE \
+  unset FELIX_DATA_DIR FELIX_TOKEN_FILE FELIX_BROKER_TOKEN_FILE FELIX_CONTROL_PLANE FELIX_DURABLE_FSYNC_MODE \
     FELIX_DURABLE_FSYNC_INTERVAL_MS FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS
   C=
 }
@@ -74,7 +74,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   run -0 --separate-stderr broker run --help
   [ -z "$stderr" ]
   assert_line --index 0 --partial "usage: felix-broker run"
-  for f in $RUN_FLAGS -h none periodic on_commit FELIX_DATA_DIR FELIX_CONTROL_PLANE FELIX_TOKEN_FILE \
+  for f in $RUN_FLAGS -h none periodic on_commit FELIX_DATA_DIR FELIX_CONTROL_PLANE FELIX_BROKER_TOKEN_FILE \
     FELIX_DURABLE_FSYNC_MODE FELIX_DURABLE_FSYNC_INTERVAL_MS FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS; do
     assert_output --partial -- "$f"
   done
@@ -124,11 +124,13 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   [ ! -e "$W/d" ] || fail "a usage error created the data directory"
 }
 
-@test "FELIX_DATA_DIR and FELIX_TOKEN_FILE stand in for --data-dir and --token-file" {
+@test "FELIX_DATA_DIR and FELIX_BROKER_TOKEN_FILE stand in for --data-dir and --token-file; felixctl's FELIX_TOKEN_FILE does not" {
   FELIX_DATA_DIR="$W/d" run -2 --separate-stderr broker run --id b1
   [[ $stderr == *"--token-file is required"* ]] || fail "FELIX_DATA_DIR was not used: $stderr"
-  FELIX_TOKEN_FILE="$W/token" run -2 --separate-stderr broker run --id b1
-  [[ $stderr == *"--data-dir is required"* ]] || fail "FELIX_TOKEN_FILE was not used: $stderr"
+  FELIX_BROKER_TOKEN_FILE="$W/token" run -2 --separate-stderr broker run --id b1
+  [[ $stderr == *"--data-dir is required"* ]] || fail "FELIX_BROKER_TOKEN_FILE was not used: $stderr"
+  FELIX_DATA_DIR="$W/d" FELIX_TOKEN_FILE="$W/token" run -2 --separate-stderr broker run --id b1
+  [[ $stderr == *"--token-file is required (or FELIX_BROKER_TOKEN_FILE)"* ]] || fail "felixctl's FELIX_TOKEN_FILE was read: $stderr"
 }
 
 @test "a bad --fsync-mode exits 2 naming the value" {
@@ -225,6 +227,20 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   run -2 --separate-stderr broker control-plane --db "$W/cp.db" --listen nocolon
   [[ $stderr == *"--listen 'nocolon'"* ]] || fail "$stderr"
   [ ! -e "$W/cp.db" ] && [ ! -e "$W/cp.db.admin-token" ] || fail "a usage error created files"
+}
+
+# A wrong token never turns right by retrying: the broker says so and exits
+# with its own code (7), after a clean drain (nothing was served).
+@test "run: registration refused with 401 (the admin token) exits 7 naming the token file" {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  cp_start
+  run -7 --separate-stderr timeout 60 "$BROKER" run --id b1 --data-dir "$C/b1" --listen "127.0.0.1:$(broker_port 1)" \
+    --http "127.0.0.1:$((PORT_BASE + 21))" --control-plane "$FELIX_CONTROL_PLANE" --token-file "$CP_DB.admin-token"
+  [[ $stderr == *"level=error msg=\"the control plane refused this broker's token (401): give --token-file (or FELIX_BROKER_TOKEN_FILE) the control plane's broker token, <db>.broker-token, not the admin token\""*"token_file=$CP_DB.admin-token"* ]] ||
+    fail "$stderr"
+  grep -qx 'state=stopped' "$C/b1/run-state" || fail "$(cat "$C/b1/run-state")"
+  run -0 "$CTL" -o json broker list
+  assert_output '[]'
 }
 
 @test "run: a --token-file that cannot be read stops the broker at start, naming the file" {

@@ -128,7 +128,7 @@ setup() {
   text=$(render "$MAN_DIR/felix-broker.8")
   for w in FELIX_DATA_DIR FELIX_DURABLE_FSYNC_MODE FELIX_DURABLE_FSYNC_INTERVAL_MS FELIX_DURABLE_SEGMENT_BYTES \
     FELIX_DURABLE_INDEX_SPACING_BYTES FELIX_BOOT_ID_FILE FELIX_RUNTIME_DIR FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS \
-    FELIX_CONTROL_PLANE FELIX_TOKEN_FILE "START-UP" "felix-storage(5)" IDENTITY none periodic on_commit \
+    FELIX_CONTROL_PLANE FELIX_BROKER_TOKEN_FILE "START-UP" "felix-storage(5)" IDENTITY none periodic on_commit \
     SIGTERM SIGINT SIGKILL /live /ready /metrics felix_hwm felix_log_end_offset felix_unsynced_bytes \
     logfmt "level=info" .admin-token .broker-token 0600 FILES "RuntimeDirectory=felix" \
     "RuntimeDirectoryPreserve=yes" "EXIT STATUS" "SEE ALSO" "state=stopped" "boot token"; do

@@ -12,6 +12,7 @@ enum {
   FELIX_EXIT_REFUSED = 4,
   FELIX_EXIT_UNREACHABLE = 5,
   FELIX_EXIT_CORRUPT = 6,
+  FELIX_EXIT_UNAUTHORIZED = 7, /* felix-broker run: the control plane refused its token (401) */
 };
 
 static inline int felix_exit_code_of(felix_status st) {
