@@ -181,7 +181,7 @@ install: release
 	done
 
 run: deps all
-	@bash scripts/run-cluster.sh
+	@$(if $(PORT_BASE),PORT_BASE=$(PORT_BASE) )bash scripts/run-cluster.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -2,6 +2,10 @@
 # make run: a control plane and three brokers on loopback, data under ./run/,
 # in the foreground with their logs; Ctrl-C drains all four. Running it again
 # reuses the same data (and the same tokens).
+#
+# Ports from PORT_BASE (default 7070): the control plane on PORT_BASE,
+# broker bN's data port on PORT_BASE+30+N and its HTTP port on
+# PORT_BASE+130+N (7070, 7101-7103, 7201-7203 by default).
 set -u
 BUILD=${BUILD:-build}
 RUN=${RUN_DIR:-run}
@@ -9,6 +13,17 @@ mkdir -p "$RUN"
 RUN=$(cd "$RUN" && pwd)
 export FELIX_RUNTIME_DIR="$RUN/runtime"
 mkdir -p "$FELIX_RUNTIME_DIR"
+PORT_BASE=${PORT_BASE:-7070}
+case $PORT_BASE in
+'' | *[!0-9]*) echo "make run: PORT_BASE=$PORT_BASE is not a port number" >&2; exit 2 ;;
+esac
+if [ "$PORT_BASE" -lt 1 ] || [ "$PORT_BASE" -gt 65400 ]; then
+  echo "make run: PORT_BASE=$PORT_BASE: it and PORT_BASE+133 must be ports (1 to 65400)" >&2
+  exit 2
+fi
+CP=127.0.0.1:$PORT_BASE
+data_port() { echo $((PORT_BASE + 30 + $1)); }
+http_port() { echo $((PORT_BASE + 130 + $1)); }
 pids=()
 
 prefix() { # prefix every log line with the process name
@@ -16,7 +31,7 @@ prefix() { # prefix every log line with the process name
   while IFS= read -r line; do printf '%-4s %s\n' "$name" "$line"; done
 }
 
-"$BUILD/felix-broker" control-plane --listen 127.0.0.1:7070 --db "$RUN/control-plane.db" \
+"$BUILD/felix-broker" control-plane --listen "$CP" --db "$RUN/control-plane.db" \
   2> >(prefix cp >&2) &
 pids+=($!)
 for i in $(seq 1 100); do [ -s "$RUN/control-plane.db.broker-token" ] && break; sleep 0.1; done
@@ -26,16 +41,17 @@ if [ ! -s "$RUN/control-plane.db.broker-token" ]; then
   exit 1
 fi
 for n in 1 2 3; do
-  "$BUILD/felix-broker" run --id "b$n" --data-dir "$RUN/b$n" --listen "127.0.0.1:710$n" --http "127.0.0.1:720$n" \
-    --control-plane http://127.0.0.1:7070 --token-file "$RUN/control-plane.db.broker-token" \
+  "$BUILD/felix-broker" run --id "b$n" --data-dir "$RUN/b$n" --listen "127.0.0.1:$(data_port "$n")" \
+    --http "127.0.0.1:$(http_port "$n")" --control-plane "http://$CP" --token-file "$RUN/control-plane.db.broker-token" \
     2> >(prefix "b$n" >&2) &
   pids+=($!)
 done
 
 cat <<MSG
-Felix is running: control plane on http://127.0.0.1:7070, brokers b1 b2 b3 on 127.0.0.1:7101-7103.
+Felix is running (PORT_BASE=$PORT_BASE): control plane on http://$CP, brokers b1 b2 b3 on
+127.0.0.1:$(data_port 1)-$(data_port 3) (data) and 127.0.0.1:$(http_port 1)-$(http_port 3) (/live /ready /metrics).
 Try, from another terminal:
-  export FELIX_CONTROL_PLANE=http://127.0.0.1:7070 FELIX_TOKEN_FILE=$RUN/control-plane.db.admin-token
+  export FELIX_CONTROL_PLANE=http://$CP FELIX_TOKEN_FILE=$RUN/control-plane.db.admin-token
   $BUILD/felixctl cluster status
   $BUILD/felixctl broker list
   $BUILD/felixctl stream create orders --shards 3 --replicas 3

@@ -1,0 +1,50 @@
+#!/usr/bin/env bats
+# t3060 — make run (scripts/run-cluster.sh): a control plane and three
+# brokers on the ports PORT_BASE names, the exports it prints work, and
+# SIGTERM drains all four.
+
+load cluster
+
+setup() {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  RUN_PID=
+}
+
+teardown() {
+  # the script and everything it started run in their own session
+  [ -z "$RUN_PID" ] || kill -9 -- "-$RUN_PID" 2>/dev/null || true
+  cluster_teardown
+  if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 30 "$C/run.out" "$C/run.log" >&3 2>/dev/null || true; fi
+}
+
+@test "make run takes its ports from PORT_BASE, says which, prints exports that work, and drains on SIGTERM" {
+  setsid env PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" bash "$REPO_ROOT/scripts/run-cluster.sh" \
+    >"$C/run.out" 2>"$C/run.log" &
+  RUN_PID=$!
+  wait_until 30 grep -q "^Felix is running" "$C/run.out"
+  grep -qxF "Felix is running (PORT_BASE=$PORT_BASE): control plane on http://127.0.0.1:$PORT_BASE, brokers b1 b2 b3 on" "$C/run.out" ||
+    fail "$(cat "$C/run.out")"
+  grep -qF "127.0.0.1:$((PORT_BASE + 31))-$((PORT_BASE + 33)) (data) and 127.0.0.1:$((PORT_BASE + 131))-$((PORT_BASE + 133))" "$C/run.out" ||
+    fail "$(cat "$C/run.out")"
+  unset FELIX_CONTROL_PLANE FELIX_TOKEN_FILE
+  eval "$(grep '^  export ' "$C/run.out")" # what a user pastes
+  [ "$FELIX_CONTROL_PLANE" = "http://127.0.0.1:$PORT_BASE" ]
+  wait_until 60 brokers_alive 3
+  for n in 1 2 3; do
+    run -0 curl -s --max-time 5 "http://127.0.0.1:$((PORT_BASE + 130 + n))/live"
+  done
+  run -0 "$CTL" -o json broker list
+  [ "$(jget '[b["address"] for b in j]' <<<"$output")" = "[\"127.0.0.1:$((PORT_BASE + 31))\", \"127.0.0.1:$((PORT_BASE + 32))\", \"127.0.0.1:$((PORT_BASE + 33))\"]" ]
+  kill -TERM "$RUN_PID"
+  wait_exit "$RUN_PID" 60
+  RUN_PID=
+  [ "$(grep -c 'msg="drained: run-state state=stopped"' "$C/run.log")" -eq 3 ] || fail "$(cat "$C/run.log")"
+  grep -q 'make run: stopped' "$C/run.log"
+}
+
+@test "make run refuses a PORT_BASE that is not a port, naming it" {
+  run -2 env PORT_BASE=70x RUN_DIR="$C/run" BUILD="$FELIX_BUILD" bash "$REPO_ROOT/scripts/run-cluster.sh"
+  assert_output "make run: PORT_BASE=70x is not a port number"
+  run -2 env PORT_BASE=65500 RUN_DIR="$C/run" BUILD="$FELIX_BUILD" bash "$REPO_ROOT/scripts/run-cluster.sh"
+  assert_output --partial "PORT_BASE=65500"
+}
