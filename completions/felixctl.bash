@@ -28,7 +28,7 @@ _felixctl() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
     local global_opts="--control-plane --token-file -o --output --timeout-ms -h --help --version"
-    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count|--expect-generation|--expect-copy|--expect-digest|--uuid|--above-generation"
+    local with_value="--control-plane|--token-file|-o|--output|--timeout-ms|--shards|--replicas|--acks|--state|--shard|--from|--count|--expect-generation|--expect-copy|--expect-digest|--uuid|--above-generation|--wait"
 
     case $prev in
     --token-file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
@@ -63,8 +63,8 @@ _felixctl() {
     shard) subs="list describe" ;;
     placement) subs="history abandon" ;;
     completion) [[ -z $verb ]] && subs="bash zsh fish" ;;
-    produce) opts="--shard --acks" ;;
-    consume) opts="--shard --from --count --follow" ;;
+    produce) opts="--shard --acks --wait" ;;
+    consume) opts="--shard --from --count --follow --wait" ;;
     esac
     case "$group $verb" in
     "stream create") opts="--shards --replicas --acks" ;;

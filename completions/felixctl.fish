@@ -77,6 +77,7 @@ complete -c felixctl -n "__fish_seen_subcommand_from consume" -l shard -x -d 'Th
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l from -x -d 'First offset to read'
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l count -x -d 'Stop after N records'
 complete -c felixctl -n "__fish_seen_subcommand_from consume" -l follow -d 'Keep waiting for new records'
+complete -c felixctl -n "__fish_seen_subcommand_from produce consume" -l wait -x -d 'Wait this long for a leader (10s)'
 
 # Names from the control plane for the commands' one argument.
 complete -c felixctl -n "__fish_seen_subcommand_from produce consume; and test (count (commandline -opc)) -le 2" -a '(__felixctl_live streams)' -d 'Stream'

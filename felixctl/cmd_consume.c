@@ -144,9 +144,9 @@ static int consume(const ctl_opts *o) {
 const ctl_command ctl_cmd_consume = {
     .group = "consume",
     .nargs = 1,
-    .flags = CTL_F_SHARD | CTL_F_FROM | CTL_F_COUNT | CTL_F_FOLLOW,
+    .flags = CTL_F_SHARD | CTL_F_FROM | CTL_F_COUNT | CTL_F_FOLLOW | CTL_F_WAIT,
     .required = CTL_F_SHARD,
-    .usage = "consume STREAM --shard N [--from OFFSET] [--count N] [--follow]",
+    .usage = "consume STREAM --shard N [--from OFFSET] [--count N] [--follow] [--wait D]",
     .summary = "print a shard's records, one per line",
     .help = "\n"
             "Options:\n"
@@ -154,6 +154,8 @@ const ctl_command ctl_cmd_consume = {
             "  --from OFFSET   first offset to read (default 0)\n"
             "  --count N       stop after N records\n"
             "  --follow        keep waiting for new records until --count or Ctrl-C\n"
+            "  --wait D        wait up to D for the shard to have a leader (default 10s;\n"
+            "                  10, 10s, 500ms, 2m; 0 fails at once)\n"
             "\n"
             "Prints each record's payload exactly as stored followed by a newline.\n"
             "With -o json, prints one object per line instead:\n"
@@ -166,8 +168,8 @@ const ctl_command ctl_cmd_consume = {
             "SIGINT, and then exits 0.\n"
             "\n"
             "The shard's leader is found through the control plane (so --token-file\n"
-            "is needed); an unreachable broker exits 5, a shard without a leader 1\n"
-            "(at NoCaughtUpReplica it says so: no copy can serve it),\n"
+            "is needed); an unreachable broker exits 5, a shard still without a leader\n"
+            "after --wait 1 (at NoCaughtUpReplica at once, saying so: no copy can serve it),\n"
             "an OFFSET outside the shard's log 2.\n",
     .run = consume,
 };

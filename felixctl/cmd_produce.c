@@ -257,13 +257,16 @@ static int produce(const ctl_opts *o) {
 const ctl_command ctl_cmd_produce = {
     .group = "produce",
     .nargs = 1,
-    .flags = CTL_F_SHARD | CTL_F_ACKS,
-    .usage = "produce STREAM [--shard N] [--acks quorum|leader|all]",
+    .flags = CTL_F_SHARD | CTL_F_ACKS | CTL_F_WAIT,
+    .usage = "produce STREAM [--shard N] [--acks quorum|leader|all] [--wait D]",
     .summary = "publish stdin, one record per line",
     .help = "\n"
             "Options:\n"
             "  --shard N       publish to shard N only\n"
             "  --acks POLICY   quorum, leader or all (default: the stream's policy)\n"
+            "  --wait D        wait up to D for the shard to have a leader (default 10s;\n"
+            "                  10, 10s, 500ms, 2m; 0 fails at once): a stream just\n"
+            "                  created is Fencing until its first leader starts\n"
             "\n"
             "Each line of stdin, without its newline, is one record; every other byte\n"
             "(NUL and \\r included) is kept. A last line without a newline is a record\n"
@@ -280,8 +283,8 @@ const ctl_command ctl_cmd_produce = {
             "acknowledged stay acknowledged and the summary counts them.\n"
             "\n"
             "The shard's leader is found through the control plane (so --token-file\n"
-            "is needed); an unreachable broker exits 5, a shard without a leader 1\n"
-            "(at NoCaughtUpReplica it says so: no copy can serve it).\n"
+            "is needed); an unreachable broker exits 5, a shard still without a leader\n"
+            "after --wait 1 (at NoCaughtUpReplica at once, saying so: no copy can serve it).\n"
             "\n"
             "Prints on stderr, per shard written to:\n"
             "  produced N records to STREAM/SHARD (offsets FIRST..LAST)\n"

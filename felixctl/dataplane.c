@@ -7,7 +7,10 @@
  * follows NOT_LEADER redirects if leadership moved since. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "felix/lease.h" /* felix_monotonic_ms */
 #include "felixctl.h"
 
 int ctl_stream_shard_count(const ctl_opts *o, const char *stream, uint32_t *n) {
@@ -27,32 +30,55 @@ int ctl_stream_shard_count(const ctl_opts *o, const char *stream, uint32_t *n) {
   return 0;
 }
 
-int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char *addr, size_t cap) {
-  char path[512];
+enum { LEADER_NONE_YET = -1 };
+
+/* One look at the shard: 0 with the address, LEADER_NONE_YET (state in
+ * state) while it is between leaders, or the exit code of an error printed. */
+static int leader_once(const ctl_opts *o, const char *stream, uint32_t shard, char *addr, size_t cap, char state[64]) {
+  char path[512], hint[256];
   int rc = ctl_shard_path(stream, shard, "", path, sizeof path);
   ctl_reply r;
   if (rc || (rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
   const cJSON *a = cJSON_GetObjectItemCaseSensitive(r.json, "leader_address");
-  char buf[64], hint[256];
-  const char *state = ctl_field(r.json, "state", buf);
+  char buf[64];
+  snprintf(state, 64, "%s", ctl_field(r.json, "state", buf));
+  rc = LEADER_NONE_YET;
   if (!strcmp(state, "NoCaughtUpReplica")) {
-    /* The pin stays, but no copy may serve: say so instead of trying it. */
+    /* The pin stays, but no copy may serve, and waiting will not change it:
+     * an operator decides. Say so instead of trying it. */
     snprintf(hint, sizeof hint, "felixctl shard describe %s/%u names each copy and why; felixctl placement abandon %s/%u "
              "decides, stating the records at risk", stream, shard, stream, shard);
     rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u is NoCaughtUpReplica: no copy can serve it without losing "
                    "committed records", stream, shard);
-    ctl_reply_free(&r);
-    return rc;
-  }
-  if (cJSON_IsString(a) && a->valuestring[0] && strlen(a->valuestring) < cap) {
+  } else if (!strcmp(state, "Active") && cJSON_IsString(a) && a->valuestring[0] && strlen(a->valuestring) < cap) {
     strcpy(addr, a->valuestring);
-    ctl_reply_free(&r);
-    return 0;
+    rc = 0;
   }
-  snprintf(hint, sizeof hint, "felixctl shard describe %s/%u shows why; retry once it is Active", stream, shard);
-  rc = ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u has no leader (state %s)", stream, shard, state);
   ctl_reply_free(&r);
   return rc;
+}
+
+/* A shard between leaders (Fencing right after stream create, or a
+ * failover) gets a leader within a lease or two: wait for it, up to --wait. */
+int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char *addr, size_t cap) {
+  uint64_t deadline = felix_monotonic_ms() + o->wait_ms;
+  char state[64] = "";
+  bool said = false;
+  for (;;) {
+    int rc = leader_once(o, stream, shard, addr, cap, state);
+    if (rc != LEADER_NONE_YET) return rc;
+    if (felix_monotonic_ms() >= deadline) break;
+    if (!said && isatty(STDERR_FILENO))
+      fprintf(stderr, "felixctl: waiting up to %.1f s for a leader of %s/%u (state %s)\n", (double)o->wait_ms / 1000, stream,
+              shard, state);
+    said = true;
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 200 * 1000000L};
+    nanosleep(&pause, NULL);
+  }
+  char hint[256];
+  snprintf(hint, sizeof hint, "felixctl shard describe %s/%u shows why; --wait gives it longer", stream, shard);
+  return ctl_error(FELIX_EXIT_FAILURE, hint, "shard %s/%u has no leader (state %s) after waiting %.1f s", stream, shard,
+                   state, (double)o->wait_ms / 1000);
 }
 
 int ctl_data_error(const felix_err *err, const char *verb, const char *stream, uint32_t shard, const char *address) {

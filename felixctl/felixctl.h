@@ -23,6 +23,7 @@
 
 #define CTL_DEFAULT_CONTROL_PLANE "http://127.0.0.1:7070"
 #define CTL_DEFAULT_TIMEOUT_MS 5000
+#define CTL_DEFAULT_WAIT_MS 10000 /* produce, consume: how long a shard may be without a leader */
 #define CTL_MAX_ARGS 4
 
 typedef enum ctl_format { CTL_TABLE, CTL_JSON } ctl_format;
@@ -44,6 +45,7 @@ enum {
   CTL_F_EXPECT_DIGEST = 1u << 12,
   CTL_F_UUID = 1u << 13,
   CTL_F_ABOVE_GENERATION = 1u << 14,
+  CTL_F_WAIT = 1u << 15,
 };
 
 typedef struct ctl_opts {
@@ -62,6 +64,7 @@ typedef struct ctl_opts {
   uint64_t expect_generation, above_generation;
   const char *expect_copy, *expect_digest;
   const char *uuid; /* stream adopt --uuid */
+  uint64_t wait_ms;  /* --wait: how long to wait for a shard's leader */
 } ctl_opts;
 
 typedef struct ctl_command {
@@ -141,6 +144,8 @@ int ctl_shard_arg(const char *arg, char *stream, size_t cap, uint32_t *shard);
 
 /* parse.c: pure helpers (unit-tested in tests/unit/test_felixctl_parse.c). */
 bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* "10" (seconds), "10s", "500ms" or "2m", at most an hour, into milliseconds. */
+bool ctl_parse_duration_ms(const char *s, uint64_t *out);
 /* "STREAM/SHARD": splits at the last '/'. stream gets a copy (cap bytes). */
 bool ctl_parse_stream_shard(const char *s, char *stream, size_t cap, uint32_t *shard);
 /* Percent-encodes everything but RFC 3986 unreserved characters; returns
@@ -156,8 +161,9 @@ bool ctl_is_shard_state(const char *name);
 /* dataplane.c: what produce and consume share. */
 /* The number of shards of stream (GET /v1/streams/NAME). */
 int ctl_stream_shard_count(const ctl_opts *o, const char *stream, uint32_t *n);
-/* The address of the shard's leader (GET /v1/shards/S/N); exit 1 with a
- * hint when the shard has none. */
+/* The address of the shard's leader (GET /v1/shards/S/N), waiting up to
+ * o->wait_ms while it has none; exit 1 with a hint when it still has none,
+ * at once at NoCaughtUpReplica (waiting cannot help there). */
 int ctl_shard_leader(const ctl_opts *o, const char *stream, uint32_t shard, char *addr, size_t cap);
 /* Prints the failure of a felix_session_* call on STREAM/SHARD led at
  * address and returns its exit code. */

@@ -28,7 +28,7 @@ enum flag_id {
   FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
   FL_SHARDS, FL_REPLICAS, FL_ACKS, FL_YES, FL_STATE, FL_SHARD, FL_FROM, FL_COUNT, FL_FOLLOW,
   FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST, FL_UUID, FL_ABOVE_GENERATION,
-  FL_N
+  FL_WAIT, FL_N
 };
 
 typedef struct flag_def {
@@ -59,6 +59,7 @@ static const flag_def flags[FL_N] = {
     [FL_EXPECT_DIGEST] = {"--expect-digest", true, CTL_F_EXPECT_DIGEST},
     [FL_UUID] = {"--uuid", true, CTL_F_UUID},
     [FL_ABOVE_GENERATION] = {"--above-generation", true, CTL_F_ABOVE_GENERATION},
+    [FL_WAIT] = {"--wait", true, CTL_F_WAIT},
 };
 
 /* What the scan of argv found, before anything is interpreted. */
@@ -282,6 +283,9 @@ static int command_flags(const ctl_command *c, const scanned *s, ctl_opts *o) {
   if (s->seen[FL_UUID] && !uuid_value(v[FL_UUID]))
     return value_error(c, "--uuid", v[FL_UUID], "a stream uuid (8-4-4-4-12 lowercase hex)");
   o->uuid = v[FL_UUID];
+  o->wait_ms = CTL_DEFAULT_WAIT_MS;
+  if (s->seen[FL_WAIT] && !ctl_parse_duration_ms(v[FL_WAIT], &o->wait_ms))
+    return value_error(c, "--wait", v[FL_WAIT], "a duration of at most an hour (10, 10s, 500ms, 2m)");
   if (s->seen[FL_ABOVE_GENERATION] &&
       (!ctl_parse_u64(v[FL_ABOVE_GENERATION], INT64_MAX, &o->above_generation) || o->above_generation == 0))
     return value_error(c, "--above-generation", v[FL_ABOVE_GENERATION], "a generation number, 1 or more");

@@ -18,6 +18,23 @@ teardown() {
   if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
 }
 
+# The first thing a new user does: create a stream and produce to it at once.
+# The shard is Fencing until its first leader starts; produce waits for it
+# (--wait, default 10 s) instead of failing.
+@test "produce and consume right after stream create wait for the leader instead of failing" {
+  run -0 "$CTL" stream create fresh --shards 1 --replicas 3
+  run -0 --separate-stderr bash -c "seq 1 50 | '$CTL' produce fresh"
+  [[ $stderr == "produced 50 records to fresh/0 (offsets "* ]] || fail "$stderr"
+  run -0 "$CTL" stream create fresh2 --shards 1 --replicas 3
+  "$CTL" consume fresh2 --shard 0 --count 1 --follow --wait 30s >"$C/fresh2.out" 2>"$C/fresh2.err" &
+  consumer=$!
+  run -0 bash -c "echo first | '$CTL' produce fresh2"
+  wait "$consumer" || fail "consume exited $?: $(cat "$C/fresh2.err")"
+  [ "$(cat "$C/fresh2.out")" = first ]
+  run -0 "$CTL" consume fresh --shard 0
+  [ "${#lines[@]}" -eq 50 ]
+}
+
 @test "three brokers register and broker list shows them alive with the fixed JSON fields" {
   run -0 "$CTL" -o json broker list
   assert_json

@@ -135,6 +135,15 @@ need_shell() {
   [[ $stderr == *"unknown command '--version'"* ]] || fail "$stderr"
 }
 
+@test "--wait takes a duration of at most an hour, on produce and consume only" {
+  for v in abc 10h 3601 -1 5x ""; do
+    run -2 --separate-stderr ctl consume s --shard 0 --wait "$v"
+    [[ $stderr == *"--wait: '$v' is not a duration of at most an hour (10, 10s, 500ms, 2m)"* ]] || fail "value '$v': $stderr"
+  done
+  run -2 --separate-stderr ctl cluster status --wait 5
+  [[ $stderr == *"--wait is not an option of 'cluster status'"* ]] || fail "$stderr"
+}
+
 @test "a flag of another command exits 2 naming the flag and the command" {
   run -2 --separate-stderr ctl cluster status --shards 3
   [[ $stderr == *"--shards is not an option of 'cluster status'"* ]] || fail "$stderr"
