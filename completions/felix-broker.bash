@@ -34,11 +34,12 @@ _felix_broker() {
     ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
 
     local subcommands="control-plane run restore-point version"
-    local rp_commands="create list verify restore"
+    local rp_commands="create list verify restore prune"
     local rp_create_opts="--data-dir --to --shard --json --help -h"
     local rp_list_opts="--from --json --help -h"
     local rp_verify_opts="--from --shard --json --help -h"
     local rp_restore_opts="--from --data-dir --shard --json --help -h"
+    local rp_prune_opts="--from --keep --older-than --dry-run --json --help -h"
     local cp_opts="--listen --db --lease-ms --admin-token-file --broker-token-file --log-level --help -h"
     local run_opts="--id --data-dir --listen --http --control-plane --token-file --fsync-mode --fsync-interval-ms --log-level --help -h"
 
@@ -102,6 +103,7 @@ _felix_broker() {
         list) COMPREPLY=($(compgen -W "$rp_list_opts" -- "$cur")) ;;
         verify) COMPREPLY=($(compgen -W "$rp_verify_opts" -- "$cur")) ;;
         restore) COMPREPLY=($(compgen -W "$rp_restore_opts" -- "$cur")) ;;
+        prune) COMPREPLY=($(compgen -W "$rp_prune_opts" -- "$cur")) ;;
         esac
         ;;
     esac

@@ -1,5 +1,5 @@
 # fish completion for felix-broker(8): the subcommands control-plane, run and
-# restore-point (create list verify restore), each one's flags, --fsync-mode
+# restore-point (create list verify restore prune), each one's flags, --fsync-mode
 # values (none periodic on_commit), directories for --data-dir, --to and
 # --from, files for --db, --token-file, --admin-token-file and
 # --broker-token-file, and STREAM/N for --shard from the shard directories of
@@ -63,15 +63,19 @@ complete -c felix-broker -n "__fish_seen_subcommand_from run" -l fsync-interval-
 complete -c felix-broker -n "__fish_seen_subcommand_from run" -l log-level -x -a 'debug info warn error' -d 'The lowest level logged'
 
 # restore-point
-set -l __felix_broker_rp create list verify restore
+set -l __felix_broker_rp create list verify restore prune
 complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -s h -l help -d 'Print the usage of restore-point'
 complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -a create -d 'Make a restore point of a data directory'
 complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -a list -d 'List the complete restore points'
 complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -a verify -d 'Check every file against the manifest'
 complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -a restore -d 'Write a restore point into a data directory'
-complete -c felix-broker -n "__felix_broker_rp_command create list verify restore" -s h -l help -d 'Print the usage of restore-point'
-complete -c felix-broker -n "__felix_broker_rp_command create list verify restore" -l json -d 'A JSON summary'
+complete -c felix-broker -n "__fish_seen_subcommand_from restore-point; and not __fish_seen_subcommand_from $__felix_broker_rp" -a prune -d 'Remove all but the newest restore points'
+complete -c felix-broker -n "__felix_broker_rp_command create list verify restore prune" -s h -l help -d 'Print the usage of restore-point'
+complete -c felix-broker -n "__felix_broker_rp_command create list verify restore prune" -l json -d 'A JSON summary'
 complete -c felix-broker -n "__felix_broker_rp_command create restore" -l data-dir -x -a '(__fish_complete_directories)' -d 'Data directory'
 complete -c felix-broker -n "__felix_broker_rp_command create" -l to -x -a '(__fish_complete_directories)' -d 'The new restore point'
-complete -c felix-broker -n "__felix_broker_rp_command list verify restore" -l from -x -a '(__fish_complete_directories)' -d 'The restore point'
+complete -c felix-broker -n "__felix_broker_rp_command list verify restore prune" -l from -x -a '(__fish_complete_directories)' -d 'The restore point'
+complete -c felix-broker -n "__felix_broker_rp_command prune" -l keep -x -d 'Keep the N newest points'
+complete -c felix-broker -n "__felix_broker_rp_command prune" -l older-than -x -d 'Remove only points older than this (7d)'
+complete -c felix-broker -n "__felix_broker_rp_command prune" -l dry-run -d 'Say what would be removed'
 complete -c felix-broker -n "__felix_broker_rp_command create verify restore" -l shard -x -a '(__felix_broker_shards)' -d 'Only this STREAM/N'

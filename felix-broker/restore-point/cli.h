@@ -11,6 +11,8 @@
 
 typedef struct rp_args {
   const char *data_dir, *to, *from;
+  const char *keep, *older_than; /* prune, as given (checked by rp_cmd_prune) */
+  bool dry_run;
   const char *shards[RP_MAX_SHARDS];
   size_t nshards;
   bool json;
@@ -20,6 +22,10 @@ int rp_cmd_create(rp_args *a);
 int rp_cmd_list(rp_args *a);
 int rp_cmd_verify(rp_args *a);
 int rp_cmd_restore(rp_args *a);
+int rp_cmd_prune(rp_args *a);
+
+/* "1.5 MiB": bytes in binary units, for a terminal. */
+void rp_human_bytes(double b, char out[24]);
 
 /* The "bytes done / total, rate, ETA" line on stderr, only on a terminal. */
 typedef struct rp_progress_state {

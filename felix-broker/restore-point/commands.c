@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "felix/exitcode.h"
 #include "felix/restorepoint.h"
@@ -109,46 +111,61 @@ int rp_cmd_create(rp_args *a) {
 
 /* --- list ------------------------------------------------------------------ */
 
+/* Called for each complete point found (a directory with a manifest). */
+typedef void (*point_fn)(void *ctx, const char *path, const felix_rp_manifest *m);
+
 typedef struct list_out {
   cJSON *arr;
-  bool json, header;
-  int rc;
+  bool json, header, human;
 } list_out;
 
-static void list_one(list_out *l, const char *path, const felix_rp_manifest *m) {
+static void list_one(void *ctx, const char *path, const felix_rp_manifest *m) {
+  list_out *l = ctx;
   if (l->json) {
     cJSON_AddItemToArray(l->arr, point_json(path, m));
     return;
   }
-  if (!l->header) printf("%-40s %-20s %-12s %-32s %6s %12s\n", "PATH", "CREATED", "BROKER", "STORAGE-ID", "SHARDS", "BYTES");
+  if (!l->header) printf("%-40s %-20s %-12s %-32s %6s %12s\n", "PATH", "CREATED", "BROKER", "STORAGE-ID", "SHARDS",
+                         l->human ? "SIZE" : "BYTES");
   l->header = true;
-  printf("%-40s %-20s %-12s %-32s %6zu %12" PRIu64 "\n", path, m->created_at, m->broker_id[0] ? m->broker_id : "-",
-         m->storage_id, m->nshards, felix_rp_manifest_bytes(m));
+  char size[24];
+  if (l->human) rp_human_bytes((double)felix_rp_manifest_bytes(m), size); /* a person reads it: 1.5 GiB */
+  else snprintf(size, sizeof size, "%" PRIu64, felix_rp_manifest_bytes(m)); /* a script does: bytes */
+  printf("%-40s %-20s %-12s %-32s %6zu %12s\n", path, m->created_at, m->broker_id[0] ? m->broker_id : "-", m->storage_id,
+         m->nshards, size);
 }
 
-static void list_entry(list_out *l, const char *path) {
+/* One candidate; returns 0, or the exit code of a point that could not be read. */
+static int visit_entry(const char *path, point_fn fn, void *ctx) {
   felix_rp_manifest m;
   felix_err err;
   felix_status st = felix_rp_manifest_read(path, &m, &err);
   if (st == FELIX_OK) {
-    list_one(l, path, &m);
+    fn(ctx, path, &m);
     felix_rp_manifest_free(&m);
-    return;
+    return 0;
   }
   char shards[4200];
   struct stat sb;
   snprintf(shards, sizeof shards, "%.4100s/shards", path);
   if (st == FELIX_E_NOTFOUND && stat(shards, &sb) == 0)
-    fprintf(stderr, "felix-broker: warning: %s: incomplete (no manifest.json; an interrupted create), not listed\n", path);
+    fprintf(stderr, "felix-broker: warning: %s: incomplete (no manifest.json; an interrupted create), left alone\n", path);
   else if (st != FELIX_E_NOTFOUND) {
-    fprintf(stderr, "felix-broker: warning: %s: not listed: %s\n", path, err.msg);
-    l->rc = felix_exit_code_of(st);
+    fprintf(stderr, "felix-broker: warning: %s: left alone: %s\n", path, err.msg);
+    return felix_exit_code_of(st);
   }
+  return 0;
 }
 
 static int cmp_names(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
-static int list_dir(list_out *l, const char *from) {
+/* The point FROM itself, or each directory in it (by name; dot names, such
+ * as a prune's .pruning-*, skipped). *bad: the exit code of an unreadable one. */
+static int visit_points(const char *from, point_fn fn, void *ctx, int *bad) {
+  char manifest[4200];
+  struct stat sb;
+  snprintf(manifest, sizeof manifest, "%.4000s/manifest.json", from);
+  if (stat(manifest, &sb) == 0) return *bad = visit_entry(from, fn, ctx), 0;
   DIR *d = opendir(from);
   if (!d) {
     felix_err err;
@@ -172,9 +189,9 @@ static int list_dir(list_out *l, const char *from) {
   if (n) qsort(names, n, sizeof *names, cmp_names);
   for (size_t i = 0; i < n; i++) {
     char p[4200];
-    struct stat sb;
     snprintf(p, sizeof p, "%.4000s/%s", from, names[i]);
-    if (stat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) list_entry(l, p);
+    int rc = stat(p, &sb) == 0 && S_ISDIR(sb.st_mode) ? visit_entry(p, fn, ctx) : 0;
+    if (rc && !*bad) *bad = rc;
     free(names[i]);
   }
   free(names);
@@ -182,11 +199,8 @@ static int list_dir(list_out *l, const char *from) {
 }
 
 int rp_cmd_list(rp_args *a) {
-  list_out l = {.arr = cJSON_CreateArray(), .json = a->json};
-  char manifest[4200];
-  struct stat sb;
-  snprintf(manifest, sizeof manifest, "%.4000s/manifest.json", a->from);
-  int rc = stat(manifest, &sb) == 0 ? (list_entry(&l, a->from), 0) : list_dir(&l, a->from);
+  list_out l = {.arr = cJSON_CreateArray(), .json = a->json, .human = isatty(STDOUT_FILENO)};
+  int bad = 0, rc = visit_points(a->from, list_one, &l, &bad);
   if (rc) {
     cJSON_Delete(l.arr);
     return rc;
@@ -196,7 +210,112 @@ int rp_cmd_list(rp_args *a) {
     cJSON_Delete(l.arr);
     if (!l.header) puts("no complete restore points");
   }
-  return l.rc;
+  return bad;
+}
+
+/* --- prune ------------------------------------------------------------------- */
+
+typedef struct prune_point {
+  char *path;
+  char created_at[32];
+  uint64_t created_micros, bytes;
+} prune_point;
+
+typedef struct prune_list {
+  prune_point *items;
+  size_t n, cap;
+} prune_list;
+
+static void collect(void *ctx, const char *path, const felix_rp_manifest *m) {
+  prune_list *l = ctx;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    prune_point *ni = realloc(l->items, cap * sizeof *ni);
+    if (!ni) return;
+    l->items = ni;
+    l->cap = cap;
+  }
+  prune_point *p = &l->items[l->n++];
+  *p = (prune_point){.path = strdup(path), .created_micros = m->created_at_micros, .bytes = felix_rp_manifest_bytes(m)};
+  snprintf(p->created_at, sizeof p->created_at, "%s", m->created_at);
+}
+
+static int newest_first(const void *x, const void *y) {
+  const prune_point *a = x, *b = y;
+  return a->created_micros < b->created_micros ? 1 : a->created_micros > b->created_micros ? -1 : strcmp(a->path, b->path);
+}
+
+/* "90s", "30m", "12h", "7d" into seconds. */
+static bool parse_age(const char *v, uint64_t *secs) {
+  char *end;
+  unsigned long long n = strtoull(v, &end, 10);
+  static const struct { char unit; uint64_t s; } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+  if (v[0] < '0' || v[0] > '9' || !end[0] || end[1] || n > 36500ull * 86400) return false;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (*end == units[i].unit) return *secs = n * units[i].s, true;
+  return false;
+}
+
+/* Renamed out of the listing first (.pruning-NAME), so that a removal cut
+ * short never leaves a directory that looks like an interrupted create. */
+static felix_status remove_point(const char *path, felix_err *err) {
+  char aside[4300];
+  const char *slash = strrchr(path, '/');
+  snprintf(aside, sizeof aside, "%.*s.pruning-%s", slash ? (int)(slash - path + 1) : 0, path, slash ? slash + 1 : path);
+  if (rename(path, aside) != 0) return felix_fail_errno(err, FELIX_E_IO, errno, "rename %s to %s", path, aside);
+  return felix_rp_remove_tree(aside, err);
+}
+
+static int prune_args(const rp_args *a, uint64_t *keep, uint64_t *age, bool *aged) {
+  char *end;
+  unsigned long long k = strtoull(a->keep, &end, 10);
+  if (a->keep[0] < '1' || a->keep[0] > '9' || *end || k > 1000000) {
+    fprintf(stderr, "felix-broker: error: --keep: '%s' is not a number of points, 1 or more\n", a->keep);
+    return FELIX_EXIT_USAGE;
+  }
+  *keep = k;
+  *aged = a->older_than != NULL;
+  if (*aged && !parse_age(a->older_than, age)) {
+    fprintf(stderr, "felix-broker: error: --older-than: '%s' is not an age (90s, 30m, 12h, 7d)\n", a->older_than);
+    return FELIX_EXIT_USAGE;
+  }
+  return 0;
+}
+
+static void prune_report(const prune_point *p, const char *what, cJSON *arr, bool json) {
+  char size[24];
+  rp_human_bytes((double)p->bytes, size);
+  if (json) cJSON_AddItemToArray(arr, cJSON_CreateString(p->path));
+  else printf("%s %s (created %s, %s)\n", what, p->path, p->created_at, size);
+}
+
+int rp_cmd_prune(rp_args *a) {
+  uint64_t keep, age = 0;
+  bool aged;
+  int rc = prune_args(a, &keep, &age, &aged);
+  prune_list l = {0};
+  int bad = 0;
+  if (!rc) rc = visit_points(a->from, collect, &l, &bad);
+  if (l.n) qsort(l.items, l.n, sizeof *l.items, newest_first);
+  uint64_t now = (uint64_t)time(NULL) * 1000000u;
+  cJSON *j = cJSON_CreateObject(), *kept = cJSON_AddArrayToObject(j, "kept"), *gone = cJSON_AddArrayToObject(j, "removed");
+  cJSON_AddBoolToObject(j, "dry_run", a->dry_run);
+  for (size_t i = 0; !rc && i < l.n; i++) {
+    prune_point *p = &l.items[i];
+    bool young = aged && p->created_micros + age * 1000000u > now;
+    if (i < keep || young) {
+      prune_report(p, "kept", kept, a->json);
+      continue;
+    }
+    felix_err err;
+    if (!a->dry_run && remove_point(p->path, &err)) rc = fail(&err, "the points after it were not pruned; run prune again");
+    else prune_report(p, a->dry_run ? "would remove" : "removed", gone, a->json);
+  }
+  if (a->json && !rc) print_json(j);
+  else cJSON_Delete(j);
+  for (size_t i = 0; i < l.n; i++) free(l.items[i].path);
+  free(l.items);
+  return rc ? rc : bad;
 }
 
 /* --- verify ------------------------------------------------------------------ */

@@ -17,18 +17,24 @@ static const char *usage_text =
     "usage: felix-broker restore-point create --data-dir DIR --to PATH [--shard STREAM/N ...] [--json]\n"
     "       felix-broker restore-point list --from PATH [--json]\n"
     "       felix-broker restore-point verify --from PATH [--shard STREAM/N ...] [--json]\n"
-    "       felix-broker restore-point restore --from PATH --data-dir DIR [--shard STREAM/N ...] [--json]\n\n"
+    "       felix-broker restore-point restore --from PATH --data-dir DIR [--shard STREAM/N ...] [--json]\n"
+    "       felix-broker restore-point prune --from DIR --keep N [--older-than AGE] [--dry-run] [--json]\n\n"
     "  create   copy DIR's shard logs to the new restore point PATH (the broker may be running):\n"
     "           sealed segments hard-linked when on the same file system, the newest copied up to\n"
     "           a record boundary, manifest.json written last\n"
     "  list     the complete restore points at PATH (PATH itself, or the directories in it)\n"
     "  verify   check every file against the manifest; exit 6 naming each file that differs\n"
     "  restore  write the point into DIR (no broker may hold it; exit 4 names the pid): new storage\n"
-    "           id, new copy ids, every ballot at leader=none; the next start registers strangers\n\n"
+    "           id, new copy ids, every ballot at leader=none; the next start registers strangers\n"
+    "  prune    remove the complete points in DIR but the N newest (and, with --older-than,\n"
+    "           only those older than AGE: 90s, 30m, 12h, 7d); incomplete ones are left alone\n\n"
     "  --data-dir DIR       the data directory (env FELIX_DATA_DIR)\n"
     "  --to PATH            where create writes the restore point (new, empty, or an interrupted one)\n"
     "  --from PATH          the restore point (for list: or a directory of them)\n"
     "  --shard STREAM/N     only this shard (repeatable; default every shard)\n"
+    "  --keep N             prune: keep the N newest points (1 or more)\n"
+    "  --older-than AGE     prune: remove only points older than AGE\n"
+    "  --dry-run            prune: say what would be removed, remove nothing\n"
     "  --json               a JSON summary on stdout\n"
     "  -h, --help           this help\n\n"
     "Progress (bytes done / total, rate, ETA) goes to stderr when it is a terminal.\n"
@@ -54,6 +60,7 @@ static const rp_command commands[] = {
     {"list", rp_cmd_list, "--from --json", "--from"},
     {"verify", rp_cmd_verify, "--from --shard --json", "--from"},
     {"restore", rp_cmd_restore, "--from --data-dir --shard --json", "--from --data-dir"},
+    {"prune", rp_cmd_prune, "--from --keep --older-than --dry-run --json", "--from --keep"},
 };
 
 static bool word_in(const char *word, const char *list) {
@@ -67,11 +74,13 @@ static const char **flag_slot(rp_args *a, const char *flag) {
   if (!strcmp(flag, "--data-dir")) return &a->data_dir;
   if (!strcmp(flag, "--to")) return &a->to;
   if (!strcmp(flag, "--from")) return &a->from;
+  if (!strcmp(flag, "--keep")) return &a->keep;
+  if (!strcmp(flag, "--older-than")) return &a->older_than;
   return NULL;
 }
 
 static int check_required(const rp_command *c, rp_args *a) {
-  static const char *all[] = {"--data-dir", "--to", "--from"};
+  static const char *all[] = {"--data-dir", "--to", "--from", "--keep"};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     if (word_in(all[i], c->required) && !*flag_slot(a, all[i]))
       return usage_error(!strcmp(all[i], "--data-dir") ? "%s is required (or FELIX_DATA_DIR)" : "%s is required", all[i]);
@@ -90,12 +99,14 @@ static const struct option longopts[] = {
     {"data-dir", required_argument, NULL, 'd'}, {"to", required_argument, NULL, 't'},
     {"from", required_argument, NULL, 'f'},     {"shard", required_argument, NULL, 's'},
     {"json", no_argument, NULL, 'j'},           {"help", no_argument, NULL, 'h'},
+    {"keep", required_argument, NULL, 'k'},     {"older-than", required_argument, NULL, 'o'},
+    {"dry-run", no_argument, NULL, 'n'},
     {0, 0, 0, 0}};
 
 /* One flag's value into a; returns 0 or an exit code. */
 static int take_flag(rp_args *a, const char *flag, const char *v) {
-  if (!strcmp(flag, "--json")) {
-    a->json = true;
+  if (!strcmp(flag, "--json") || !strcmp(flag, "--dry-run")) {
+    *(flag[2] == 'j' ? &a->json : &a->dry_run) = true;
     return 0;
   }
   if (!*v) return usage_error("%s needs a value", flag);
@@ -135,7 +146,7 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void human_bytes(double b, char out[24]) {
+void rp_human_bytes(double b, char out[24]) {
   const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;
   while (b >= 1024 && u < 4) b /= 1024, u++;
@@ -151,9 +162,9 @@ void rp_progress(void *ctx, uint64_t done, uint64_t total) {
   if (done > total) total = done; /* a shard copied again after it moved */
   char d[24], tot[24], rate[24];
   double secs = t - p->start, r = secs > 0 ? (double)done / secs : 0;
-  human_bytes((double)done, d);
-  human_bytes((double)total, tot);
-  human_bytes(r, rate);
+  rp_human_bytes((double)done, d);
+  rp_human_bytes((double)total, tot);
+  rp_human_bytes(r, rate);
   double eta = r > 0 ? (double)(total - done) / r : 0;
   fprintf(stderr, "\r%s: %s / %s  %3.0f%%  %s/s  ETA %.0fs   ", p->verb, d, tot,
           total ? 100.0 * (double)done / (double)total : 100.0, rate, eta);
@@ -172,7 +183,7 @@ void rp_progress_end(rp_progress_state *p) {
 }
 
 int rp_main(int argc, char **argv) {
-  if (argc < 2) return usage_error("restore-point needs a command: create, list, verify or restore%s", "");
+  if (argc < 2) return usage_error("restore-point needs a command: create, list, verify, restore or prune%s", "");
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) return fputs(usage_text, stdout), FELIX_EXIT_OK;
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     if (strcmp(argv[1], commands[i].name)) continue;
@@ -181,5 +192,5 @@ int rp_main(int argc, char **argv) {
     if (rc) return rc < 0 ? FELIX_EXIT_OK : rc;
     return commands[i].run(&a);
   }
-  return usage_error("unknown restore-point command '%s' (create, list, verify, restore)", argv[1]);
+  return usage_error("unknown restore-point command '%s' (create, list, verify, restore, prune)", argv[1]);
 }

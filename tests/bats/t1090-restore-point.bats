@@ -193,6 +193,52 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   [ "$before" = "$(snapshot target)" ]
 }
 
+@test "list shows sizes in binary units on a terminal and in bytes otherwise and in JSON" {
+  make_dir d
+  mkdir pts
+  rp create --data-dir d --to pts/one >/dev/null
+  bytes=$(rp list --from pts --json | jget 'j[0]["bytes"]')
+  [ "$bytes" -gt 1024 ]
+  run -0 rp list --from pts
+  assert_line --regexp "^pts/one .* $bytes\$"
+  run -0 script -qec "$BROKER restore-point list --from pts" /dev/null
+  assert_output --regexp 'pts/one .* [0-9.]+ KiB'
+  refute_output --partial " $bytes"
+}
+
+# Scripts keep the N newest points; --older-than removes only those older
+# still. A point being pruned is renamed out of the listing first, and an
+# incomplete point (an interrupted create) is never touched.
+@test "prune keeps the N newest points, --older-than spares young ones, --dry-run removes nothing" {
+  make_dir d
+  mkdir pts
+  for i in 1 2 3 4; do rp create --data-dir d --to "pts/p$i" >/dev/null; done
+  mkdir -p pts/half/shards # an interrupted create
+  run -0 rp prune --from pts --keep 2 --dry-run
+  assert_line --regexp "^would remove pts/p2 \(created [0-9T:-]+Z, [0-9.]+ KiB\)$"
+  assert_line --regexp "^would remove pts/p1 "
+  assert_line --regexp "^kept pts/p4 "
+  [ -d pts/p1 ] && [ -d pts/p2 ] || fail "--dry-run removed a point"
+  run -0 rp prune --from pts --keep 1 --older-than 1d # all younger than a day: none goes
+  [ -d pts/p1 ] && [ -d pts/p2 ] && [ -d pts/p3 ] || fail "--older-than removed a young point"
+  run -0 --separate-stderr rp prune --from pts --keep 2 --json
+  [ "$(jget 'j["kept"]' <<<"$output")" = '["pts/p4", "pts/p3"]' ]
+  [ "$(jget 'j["removed"]' <<<"$output")" = '["pts/p2", "pts/p1"]' ]
+  [[ $stderr == *"pts/half: incomplete (no manifest.json; an interrupted create), left alone"* ]] || fail "$stderr"
+  [ ! -e pts/p1 ] && [ ! -e pts/p2 ] && [ -d pts/p3 ] && [ -d pts/p4 ] && [ -d pts/half ] || fail "$(ls -a pts)"
+  [ -z "$(ls -A pts | grep '^\.')" ] || fail "left behind: $(ls -A pts)"
+  run -0 rp verify --from pts/p4
+  run -0 rp prune --from pts --keep 1 --older-than 0s
+  [ ! -e pts/p3 ] && [ -d pts/p4 ]
+  for bad in "--keep 0" "--keep x" "--keep 1 --older-than 3w" "--keep 1 --older-than -1d"; do
+    run -2 --separate-stderr rp prune --from pts $bad
+    [[ $stderr == *"is not"* ]] || fail "$bad: $stderr"
+  done
+  run -2 --separate-stderr rp prune --from pts
+  [[ $stderr == *"--keep is required"* ]] || fail "$stderr"
+  [ -d pts/p4 ]
+}
+
 @test "restore writes new storage and copy ids, leader=none, and a run-state naming the point" {
   make_dir d
   rp create --data-dir d --to one >/dev/null
