@@ -239,6 +239,24 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   [ -d pts/p4 ]
 }
 
+# The runbook's cron script (docs/examples/felix-backup.sh), end to end.
+@test "the runbook's backup script creates, verifies, copies off and prunes; a failed step prunes nothing" {
+  make_dir d
+  backup() { FELIX_BROKER="$BROKER" FELIX_DATA_DIR="$W/d" POINTS="$W/local" COPY_TO="$W/off" KEEP=2 NAME=$1 \
+    sh "$REPO_ROOT/docs/examples/felix-backup.sh"; }
+  for n in p1 p2 p3; do run -0 backup "$n"; done
+  assert_line "felix-backup: done: p3, the newest 2 kept in $W/local and $W/off"
+  for side in local off; do
+    [ "$(ls -A "$side" | tr '\n' ' ')" = "p2 p3 " ] || fail "$side holds: $(ls -A "$side")"
+    run -0 rp verify --from "$side/p3"
+  done
+  diff <(inspect --json dump "$(seg "$(shard_of off/p3 orders 1)" 0)") <(inspect --json dump "$(seg "$(shard_of d orders 1)" 0)")
+  : >blocked
+  run -1 env FELIX_BROKER="$BROKER" FELIX_DATA_DIR="$W/d" POINTS="$W/local" COPY_TO="$W/blocked/off" KEEP=1 NAME=p4 \
+    sh "$REPO_ROOT/docs/examples/felix-backup.sh"
+  [ "$(ls -A local | tr '\n' ' ')" = "p2 p3 " ] || fail "a failed run pruned: $(ls -A local)"
+}
+
 @test "restore writes new storage and copy ids, leader=none, and a run-state naming the point" {
   make_dir d
   rp create --data-dir d --to one >/dev/null
