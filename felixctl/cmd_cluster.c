@@ -27,6 +27,9 @@ static int cluster_status(const ctl_opts *o) {
            ctl_field(shards, "Active", b2), ctl_field(shards, "Fencing", b3),
            ctl_field(shards, "NoCaughtUpReplica", b4));
   ctl_kv("Shards", line);
+  snprintf(line, sizeof line, "%s shard(s) with fewer caught-up copies than replicas",
+           ctl_field(shards, "under_replicated", b1));
+  ctl_kv("Under-replicated", line);
   const cJSON *w = cJSON_GetObjectItemCaseSensitive(shards, "waiting_for_inventories");
   if (cJSON_IsNumber(w) && w->valueint > 0) {
     snprintf(line, sizeof line, "%d shard(s) wait for their copies' inventories after the control plane's start",
@@ -46,12 +49,13 @@ const ctl_command ctl_cmd_cluster_status = {
             "Asks the control plane for a summary of the cluster: its instance and\n"
             "start time, the broker lease, how many brokers are alive, how many\n"
             "streams exist and how many shards are Active, Fencing or\n"
-            "NoCaughtUpReplica, and how many still wait for their copies'\n"
+            "NoCaughtUpReplica, how many are under-replicated (fewer caught-up\n"
+            "copies than replicas), and how many still wait for their copies'\n"
             "inventories after the control plane's start.\n"
             "\n"
             "With -o json, prints the control plane's object: instance_id, started_at,\n"
             "lease_ms, brokers {total, alive}, streams, shards {total, Active, Fencing,\n"
-            "NoCaughtUpReplica, waiting_for_inventories}, waiting_for_inventories (during\n"
+            "NoCaughtUpReplica, waiting_for_inventories, under_replicated}, waiting_for_inventories (during\n"
             "the first lease), schema_version.\n",
     .run = cluster_status,
 };

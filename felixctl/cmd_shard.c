@@ -43,17 +43,23 @@ static int shard_list(const ctl_opts *o) {
     ctl_print_body(&r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
-  static const char *const head[] = {"STREAM", "SHARD",          "STATE", "GENERATION",
-                                     "LEADER", "LEADER_ADDRESS", "HWM",   "REPLICAS"};
-  static const char *const keys[] = {"stream", "shard", "state", "generation", "leader", "leader_address", "hwm"};
-  enum { N = sizeof head / sizeof head[0] };
+  static const char *const head[] = {"STREAM", "SHARD", "STATE",     "GENERATION", "LEADER", "LEADER_ADDRESS",
+                                     "HWM",    "LAG",   "CAUGHT_UP", "REPLICAS"};
+  static const char *const keys[] = {"stream", "shard", "state", "generation", "leader", "leader_address", "hwm",
+                                     "max_lag_records"};
+  enum { N = sizeof head / sizeof head[0], NKEYS = sizeof keys / sizeof keys[0] };
   ctl_table *t = ctl_table_new(N, head);
   const cJSON *s;
   cJSON_ArrayForEach(s, r.json) {
-    char buf[N][64], replicas[1024];
+    char buf[NKEYS][64], caught[64], replicas[1024];
     const char *cells[N];
-    for (int i = 0; i < N - 1; i++) cells[i] = ctl_field(s, keys[i], buf[i]);
-    cells[N - 1] = ctl_replica_brokers(s, replicas, sizeof replicas);
+    for (int i = 0; i < NKEYS; i++) cells[i] = ctl_field(s, keys[i], buf[i]);
+    /* "2/3": caught-up copies of the replicas; the largest lag is LAG */
+    const cJSON *cu = cJSON_GetObjectItemCaseSensitive(s, "caught_up_replicas");
+    snprintf(caught, sizeof caught, "%d/%d", cJSON_IsNumber(cu) ? cu->valueint : 0,
+             cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "replicas")));
+    cells[NKEYS] = caught;
+    cells[NKEYS + 1] = ctl_replica_brokers(s, replicas, sizeof replicas);
     ctl_table_row(t, cells);
   }
   ctl_table_print(t);

@@ -84,6 +84,27 @@ static cJSON *event_json(const cp_event *e) {
   return o;
 }
 
+/* A copy is caught up when it is known (a copy id, not a stranger) and has
+ * confirmed every record the shard ever committed. */
+static bool slot_caught_up(const cp_shard_row *sh, const cp_slot_row *s) {
+  return s->copy_id[0] && !s->stranger && s->confirmed >= sh->max_hwm;
+}
+
+/* How many of the shard's replicas are caught up, and the largest lag (in
+ * records below max_hwm) of any of them. */
+static int caught_up_replicas(const cp_shard_row *sh, uint64_t *max_lag) {
+  int n = 0;
+  *max_lag = 0;
+  for (int i = 0; i < sh->nslots; i++) {
+    const cp_slot_row *s = &sh->slots[i];
+    uint64_t have = s->copy_id[0] && !s->stranger ? (uint64_t)s->confirmed : 0;
+    uint64_t lag = (uint64_t)sh->max_hwm > have ? (uint64_t)sh->max_hwm - have : 0;
+    if (lag > *max_lag) *max_lag = lag;
+    n += slot_caught_up(sh, s);
+  }
+  return n;
+}
+
 static cJSON *replica_json(cp_state *cp, const cp_shard_row *sh, const cp_slot_row *s, const cp_broker_row *b) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "broker", s->broker);
@@ -92,7 +113,7 @@ static cJSON *replica_json(cp_state *cp, const cp_shard_row *sh, const cp_slot_r
   add_str_or_null(o, "copy_id", s->copy_id);
   add_str_or_null(o, "incarnation", b ? b->incarnation : NULL);
   cJSON_AddNumberToObject(o, "confirmed", (double)s->confirmed);
-  cJSON_AddBoolToObject(o, "caught_up", s->copy_id[0] && !s->stranger && s->confirmed >= sh->max_hwm);
+  cJSON_AddBoolToObject(o, "caught_up", slot_caught_up(sh, s));
   cJSON_AddBoolToObject(o, "stranger", s->stranger);
   cJSON_AddBoolToObject(o, "alive", cp_broker_alive(cp, s->broker));
   cJSON_AddBoolToObject(o, "refused", s->copy_id[0] && cp_copy_refused(cp, s->broker, sh->stream_uuid, sh->shard, s->copy_id));
@@ -117,6 +138,11 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   add_str_or_null(o, "leader_incarnation", led ? sh->leader_incarnation : NULL);
   cJSON_AddBoolToObject(o, "waiting_for_inventories", sh->generation > 0 && cp_shard_waiting(cp, sh));
   cJSON_AddNumberToObject(o, "seen_generation", (double)sh->seen_generation);
+  uint64_t lag;
+  int caught = caught_up_replicas(sh, &lag);
+  cJSON_AddNumberToObject(o, "caught_up_replicas", caught);
+  cJSON_AddNumberToObject(o, "max_lag_records", (double)lag);
+  cJSON_AddBoolToObject(o, "under_replicated", caught < sh->nslots);
   char who[FELIX_MAX_REPLICAS][CP_ID_MAX];
   int nwho = cp_shard_waiting_for(cp, sh, who);
   cJSON *w = cJSON_AddArrayToObject(o, "waiting_for"); /* the replicas whose inventories it still waits for */
@@ -145,13 +171,15 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
     cJSON_AddStringToObject(o, "instance_id", cp->instance_id);
     add_time(o, "started_at", cp->started_at);
     cJSON_AddNumberToObject(o, "lease_ms", (double)cp->lease_ms);
-    int alive = 0, active = 0, fencing = 0, stuck = 0, waiting = 0;
+    int alive = 0, active = 0, fencing = 0, stuck = 0, waiting = 0, under = 0;
+    uint64_t lag;
     for (size_t i = 0; i < nb; i++) alive += cp_broker_alive(cp, bs[i].id);
     for (size_t i = 0; i < nsh; i++) {
       waiting += cp_shard_waiting(cp, &sh[i]);
       active += !strcmp(sh[i].state, "Active");
       fencing += !strcmp(sh[i].state, "Fencing");
       stuck += !strcmp(sh[i].state, "NoCaughtUpReplica");
+      under += caught_up_replicas(&sh[i], &lag) < sh[i].nslots;
     }
     cJSON *b = cJSON_AddObjectToObject(o, "brokers");
     cJSON_AddNumberToObject(b, "total", (double)nb);
@@ -163,6 +191,7 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
     cJSON_AddNumberToObject(s, "Fencing", fencing);
     cJSON_AddNumberToObject(s, "NoCaughtUpReplica", stuck);
     cJSON_AddNumberToObject(s, "waiting_for_inventories", waiting); /* §4.8: no decision for them yet */
+    cJSON_AddNumberToObject(s, "under_replicated", under); /* fewer caught-up copies than replicas */
     cJSON_AddBoolToObject(o, "waiting_for_inventories", cp_waiting_for_inventories(cp));
     cJSON_AddNumberToObject(o, "schema_version", cp_store_schema_version(cp->store));
     reply_json(rep, 200, o);

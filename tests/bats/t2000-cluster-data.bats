@@ -35,6 +35,35 @@ teardown() {
   [ "${#lines[@]}" -eq 50 ]
 }
 
+under_replicated() { [ "$("$CTL" -o json cluster status | jget 'j["shards"]["under_replicated"]')" = "$1" ]; }
+
+# Under-replication at a glance: shard list's CAUGHT_UP (caught-up copies /
+# replicas) and LAG (the largest lag in records), cluster status's count.
+@test "shard list and cluster status show under-replicated shards and the largest lag" {
+  run -0 "$CTL" stream create u --shards 1 --replicas 3
+  run -0 bash -c "seq 1 20 | '$CTL' produce u"
+  wait_until 30 under_replicated 0
+  run -0 "$CTL" shard list
+  assert_line --regexp "^u +0 +Active +[0-9]+ +b[0-9] +127\.0\.0\.1:[0-9]+ +2[0-9] +0 +3/3 +b"
+  run -0 "$CTL" cluster status
+  assert_line "Under-replicated:  0 shard(s) with fewer caught-up copies than replicas"
+  leader=$("$CTL" -o json shard describe u/0 | jget 'j["leader"]')
+  follower=$("$CTL" -o json shard describe u/0 | jget "[r['broker'] for r in j['replicas'] if r['broker'] != '$leader'][0]")
+  kill -STOP "$(pid_of "$follower")"
+  run -0 bash -c "seq 1 30 | '$CTL' produce u" # quorum: two of three
+  wait_until 30 under_replicated 1
+  run -0 "$CTL" -o json shard describe u/0
+  [ "$(jget 'j["caught_up_replicas"]' <<<"$output")" = 2 ]
+  [ "$(jget 'j["under_replicated"]' <<<"$output")" = true ]
+  [ "$(jget 'j["max_lag_records"]' <<<"$output")" -ge 30 ]
+  run -0 "$CTL" shard list
+  assert_line --regexp "^u +0 +Active .* +(3[0-9]) +2/3 +b"
+  run -0 "$CTL" cluster status
+  assert_line "Under-replicated:  1 shard(s) with fewer caught-up copies than replicas"
+  kill -CONT "$(pid_of "$follower")"
+  wait_until 60 under_replicated 0
+}
+
 @test "three brokers register and broker list shows them alive with the fixed JSON fields" {
   run -0 "$CTL" -o json broker list
   assert_json
