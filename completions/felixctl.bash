@@ -70,7 +70,8 @@ _felixctl() {
     "stream create") opts="--shards --replicas --acks" ;;
     "stream delete") opts="--yes" ;;
     "stream adopt") opts="--uuid" ;;
-    "shard list") opts="--state" ;;
+    "shard list") opts="--state --watch" ;;
+    "broker list" | "cluster status") opts="--watch" ;;
     "placement abandon") opts="--dry-run --yes --expect-generation --expect-copy --expect-digest --above-generation" ;;
     esac
 

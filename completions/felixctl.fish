@@ -64,6 +64,7 @@ complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_sub
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l acks -x -a 'quorum leader all' -d 'Ack policy'
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from delete" -l yes -d 'Delete without asking'
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from adopt" -l uuid -x -d 'The stream to adopt among several of that name'
+complete -c felixctl -n "__fish_seen_subcommand_from cluster broker shard; and __fish_seen_subcommand_from status list" -l watch -d 'Run again every 2 s until Ctrl-C'
 complete -c felixctl -n "__fish_seen_subcommand_from shard; and __fish_seen_subcommand_from list" -l state -x -a 'Active Fencing NoCaughtUpReplica' -d 'Only shards in this state'
 complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l dry-run -d 'Show the copy it would keep'
 complete -c felixctl -n "__fish_seen_subcommand_from placement; and __fish_seen_subcommand_from abandon" -l yes -d 'Act on what the dry run showed'

@@ -65,9 +65,15 @@ static int broker_describe(const ctl_opts *o) {
 const ctl_command ctl_cmd_broker_list = {
     .group = "broker",
     .verb = "list",
-    .usage = "broker list",
+    .flags = CTL_F_WATCH,
+    .usage = "broker list [--watch]",
     .summary = "every broker: address, storage id, lease",
     .help = "\n"
+            "Options:\n"
+            "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
+            "                  screen is redrawn; in a pipe an output is printed only\n"
+            "                  when it changed\n"
+            "\n"
             "One row per broker the control plane knows, alive or not. ALIVE is yes\n"
             "while the broker's lease holds. STORAGE_ID is the identity of its data\n"
             "directory; a broker that comes back under a new storage id is a new copy\n"

@@ -43,9 +43,15 @@ static int cluster_status(const ctl_opts *o) {
 const ctl_command ctl_cmd_cluster_status = {
     .group = "cluster",
     .verb = "status",
-    .usage = "cluster status",
+    .flags = CTL_F_WATCH,
+    .usage = "cluster status [--watch]",
     .summary = "brokers alive, streams, shards by state",
     .help = "\n"
+            "Options:\n"
+            "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
+            "                  screen is redrawn; in a pipe an output is printed only\n"
+            "                  when it changed\n"
+            "\n"
             "Asks the control plane for a summary of the cluster: its instance and\n"
             "start time, the broker lease, how many brokers are alive, how many\n"
             "streams exist and how many shards are Active, Fencing or\n"

@@ -127,13 +127,16 @@ static int shard_describe(const ctl_opts *o) {
 const ctl_command ctl_cmd_shard_list = {
     .group = "shard",
     .verb = "list",
-    .flags = CTL_F_STATE,
-    .usage = "shard list [--state STATE]",
+    .flags = CTL_F_STATE | CTL_F_WATCH,
+    .usage = "shard list [--state STATE] [--watch]",
     .summary = "every shard, or those in one state",
     .help = "\n"
             "Options:\n"
             "  --state STATE   only shards in STATE: Active, Fencing or\n"
             "                  NoCaughtUpReplica\n"
+            "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
+            "                  screen is redrawn; in a pipe an output is printed only\n"
+            "                  when it changed\n"
             "\n"
             "Shards are sorted by stream, then shard. REPLICAS lists the brokers\n"
             "placed to hold a copy. With -o json, prints the control plane's array of\n"

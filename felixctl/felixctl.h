@@ -46,6 +46,7 @@ enum {
   CTL_F_UUID = 1u << 13,
   CTL_F_ABOVE_GENERATION = 1u << 14,
   CTL_F_WAIT = 1u << 15,
+  CTL_F_WATCH = 1u << 16,
 };
 
 typedef struct ctl_opts {
@@ -65,6 +66,7 @@ typedef struct ctl_opts {
   const char *expect_copy, *expect_digest;
   const char *uuid; /* stream adopt --uuid */
   uint64_t wait_ms;  /* --wait: how long to wait for a shard's leader */
+  bool watch;        /* --watch: run again every 2 s (watch.c) */
 } ctl_opts;
 
 typedef struct ctl_command {
@@ -157,6 +159,9 @@ char *ctl_normalise_url(const char *url);
 /* The acks policy's wire value (felix_acks), or -1 for an unknown name. */
 int ctl_acks_value(const char *name);
 bool ctl_is_shard_state(const char *name);
+
+/* watch.c: --watch; runs c until SIGINT or SIGTERM, exit 0. */
+int ctl_watch(const struct ctl_command *c, const ctl_opts *o);
 
 /* dataplane.c: what produce and consume share. */
 /* The number of shards of stream (GET /v1/streams/NAME). */

@@ -28,7 +28,7 @@ enum flag_id {
   FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
   FL_SHARDS, FL_REPLICAS, FL_ACKS, FL_YES, FL_STATE, FL_SHARD, FL_FROM, FL_COUNT, FL_FOLLOW,
   FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST, FL_UUID, FL_ABOVE_GENERATION,
-  FL_WAIT, FL_N
+  FL_WAIT, FL_WATCH, FL_N
 };
 
 typedef struct flag_def {
@@ -60,6 +60,7 @@ static const flag_def flags[FL_N] = {
     [FL_UUID] = {"--uuid", true, CTL_F_UUID},
     [FL_ABOVE_GENERATION] = {"--above-generation", true, CTL_F_ABOVE_GENERATION},
     [FL_WAIT] = {"--wait", true, CTL_F_WAIT},
+    [FL_WATCH] = {"--watch", false, CTL_F_WATCH},
 };
 
 /* What the scan of argv found, before anything is interpreted. */
@@ -272,6 +273,7 @@ static int command_flags(const ctl_command *c, const scanned *s, ctl_opts *o) {
   o->yes = s->seen[FL_YES];
   o->follow = s->seen[FL_FOLLOW];
   o->dry_run = s->seen[FL_DRY_RUN];
+  o->watch = s->seen[FL_WATCH];
   if (s->seen[FL_EXPECT_GENERATION] && !ctl_parse_u64(v[FL_EXPECT_GENERATION], INT64_MAX, &o->expect_generation))
     return value_error(c, "--expect-generation", v[FL_EXPECT_GENERATION], "a generation number");
   if (s->seen[FL_EXPECT_COPY] && (!strchr(v[FL_EXPECT_COPY], ':') || strlen(v[FL_EXPECT_COPY]) > 160))
@@ -368,7 +370,7 @@ int main(int argc, char **argv) {
   int rc = parse(argc, argv, &o, &cmd);
   if (rc < 0) {
     ctl_http_global_init();
-    rc = cmd->run(&o);
+    rc = o.watch ? ctl_watch(cmd, &o) : cmd->run(&o);
     ctl_http_global_cleanup();
   }
   free((char *)o.control_plane);

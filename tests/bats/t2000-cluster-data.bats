@@ -35,6 +35,31 @@ teardown() {
   [ "${#lines[@]}" -eq 50 ]
 }
 
+# --watch in a pipe: the output again only when it changed, one JSON
+# document per line with -o json; SIGINT ends it with exit 0.
+@test "cluster status --watch prints each changed state once and exits 0 on SIGINT" {
+  "$CTL" -o json cluster status --watch >"$C/watch.out" 2>"$C/watch.err" &
+  watcher=$!
+  wait_until 20 test -s "$C/watch.out"
+  run -0 "$CTL" stream create w --shards 1 --replicas 3
+  wait_until 30 bash -c "tail -n 1 '$C/watch.out' | grep -q '\"Active\":1,'"
+  # An observation window, not a wait for a condition: the state no longer
+  # changes, and the two or three refreshes in it must print nothing.
+  sleep 5
+  kill -INT "$watcher"
+  wait "$watcher" || fail "--watch exited $?: $(cat "$C/watch.err")"
+  run -0 python3 -c '
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+assert len(docs) >= 2, docs
+assert all(a != b for a, b in zip(docs, docs[1:])), "an unchanged state was printed again"
+assert docs[0]["streams"] == 0 and docs[-1]["streams"] == 1, docs
+print(len(docs))' "$C/watch.out"
+  run -0 timeout -s INT --preserve-status 3 "$CTL" broker list --watch
+  assert_line --regexp '^# [0-9-]+T[0-9:]+Z$'
+  assert_line --regexp '^ID +ALIVE'
+}
+
 under_replicated() { [ "$("$CTL" -o json cluster status | jget 'j["shards"]["under_replicated"]')" = "$1" ]; }
 
 # Under-replication at a glance: shard list's CAUGHT_UP (caught-up copies /
