@@ -13,12 +13,14 @@
  * fetch so a pipe sees records as they come. */
 #include <inttypes.h>
 #include <signal.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "felix/client.h"
 #include "felix/survey.h"
 #include "felix/wire.h"
+#include "felix/lease.h" /* felix_monotonic_ms */
 #include "felixctl.h"
 
 #define FETCH_RECORDS 1000
@@ -81,19 +83,44 @@ static bool print_reply(consumer *c, const felix_fetch_reply *rep, bool *oom) {
   return c->remaining > 0;
 }
 
-static int consume_loop(consumer *c, felix_session *s, const char *address) {
+/* A fetch reads only, so one that failed because the leader is gone or not
+ * serving yet (a failover, a new leader whose start record is not committed)
+ * is tried again, at the leader the control plane names then, until --wait
+ * has passed since the first failure in a row. Returns 0 to go on, or the
+ * exit code of the failure (printed). */
+static int after_failed_fetch(consumer *c, felix_session **s, char *address, size_t cap, const felix_err *err,
+                              uint64_t *failing_since) {
+  uint64_t now = felix_monotonic_ms();
+  bool transient = err->status == FELIX_E_UNAVAILABLE || err->status == FELIX_E_UNREACHABLE;
+  if (!*failing_since) *failing_since = now;
+  if (!transient || now - *failing_since >= c->o->wait_ms)
+    return ctl_data_error(err, "fetch", c->req.stream, c->req.shard, address);
+  struct timespec pause = {.tv_sec = 0, .tv_nsec = 200 * 1000000L};
+  nanosleep(&pause, NULL);
+  int rc = ctl_shard_leader(c->o, c->req.stream, c->req.shard, address, cap);
+  if (rc) return rc;
+  felix_session_free(*s);
+  *s = felix_session_new(address, c->o->timeout_ms);
+  return *s ? 0 : ctl_error(FELIX_EXIT_FAILURE, NULL, "cannot start a session with %s", address);
+}
+
+static int consume_loop(consumer *c, felix_session **s, char *address, size_t cap) {
   const ctl_opts *o = c->o;
+  uint64_t failing_since = 0;
   for (;;) {
     if (interrupted) return FELIX_EXIT_OK;
     felix_fetch_reply rep;
     memset(&rep, 0, sizeof rep);
     felix_err err = {0};
     c->req.max_records = c->remaining < FETCH_RECORDS ? (uint32_t)c->remaining : FETCH_RECORDS;
-    if (felix_session_fetch(s, &c->req, &rep, &err) != FELIX_OK) {
+    if (felix_session_fetch(*s, &c->req, &rep, &err) != FELIX_OK) {
       felix_fetch_reply_free(&rep);
       if (interrupted) return FELIX_EXIT_OK;
-      return ctl_data_error(&err, "fetch", c->req.stream, c->req.shard, address);
+      int rc = after_failed_fetch(c, s, address, cap, &err, &failing_since);
+      if (rc) return rc;
+      continue;
     }
+    failing_since = 0;
     if (!o->follow && !c->have_end) {
       c->have_end = true;
       c->end = rep.hwm;
@@ -135,8 +162,8 @@ static int consume(const ctl_opts *o) {
   felix_session *s = felix_session_new(address, o->timeout_ms);
   if (!s) return ctl_error(FELIX_EXIT_FAILURE, NULL, "cannot start a session with %s", address);
   if (o->follow) catch_sigint();
-  rc = consume_loop(&c, s, address);
-  felix_session_free(s);
+  rc = consume_loop(&c, &s, address, sizeof address);
+  if (s) felix_session_free(s);
   free(c.b64);
   return rc;
 }
@@ -168,7 +195,9 @@ const ctl_command ctl_cmd_consume = {
             "SIGINT, and then exits 0.\n"
             "\n"
             "The shard's leader is found through the control plane (so --token-file\n"
-            "is needed); an unreachable broker exits 5, a shard still without a leader\n"
+            "is needed). A fetch only reads, so one that fails because the leader is\n"
+            "gone or not serving yet (a failover) is tried again at the new leader for\n"
+            "up to --wait; then an unreachable broker exits 5, a shard still without a leader\n"
             "after --wait 1 (at NoCaughtUpReplica at once, saying so: no copy can serve it),\n"
             "an OFFSET outside the shard's log 2.\n",
     .run = consume,

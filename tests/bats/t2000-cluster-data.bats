@@ -60,6 +60,25 @@ print(len(docs))' "$C/watch.out"
   assert_line --regexp '^ID +ALIVE'
 }
 
+# A follower of the shard reads on through a failover: a fetch only reads,
+# so one that fails because the leader died (or its successor is not
+# serving yet) is tried again at the new leader, within --wait.
+@test "consume --follow reads on through a leader failover, within --wait" {
+  run -0 "$CTL" stream create f --shards 1 --replicas 3
+  run -0 bash -c "seq 1 10 | '$CTL' produce f"
+  "$CTL" consume f --shard 0 --follow --count 20 --wait 60s >"$C/follow.out" 2>"$C/follow.err" &
+  consumer=$!
+  wait_until 20 bash -c "[ \$(wc -l <'$C/follow.out') -eq 10 ]"
+  leader=$("$CTL" -o json shard describe f/0 | jget 'j["leader"]')
+  gen=$(shard_generation f/0)
+  kill -9 "$(pid_of "$leader")"
+  # a publish is not retried (its outcome may be unknown): produce once the new leader is named
+  wait_until 60 generation_above f/0 "$gen"
+  run -0 bash -c "seq 11 20 | '$CTL' produce f --wait 60s"
+  wait "$consumer" || fail "consume exited $?: $(cat "$C/follow.err")"
+  [ "$(tr '\n' ' ' <"$C/follow.out")" = "$(seq 1 20 | tr '\n' ' ')" ] || fail "$(cat "$C/follow.out")"
+}
+
 under_replicated() { [ "$("$CTL" -o json cluster status | jget 'j["shards"]["under_replicated"]')" = "$1" ]; }
 
 # Under-replication at a glance: shard list's CAUGHT_UP (caught-up copies /
