@@ -73,7 +73,7 @@ $(BUILD)/gen/felixctl_completions.h: completions/felixctl.bash completions/_feli
 	   sh scripts/embed.sh fish_script completions/felixctl.fish; } >$@.tmp && mv $@.tmp $@
 
 $(BUILD)/felixctl: $(CTL_SRC) $(wildcard felixctl/*.h) $(BUILD)/libfelix.a $(BUILD)/gen/felixctl_completions.h
-	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -I$(BUILD)/gen $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses $(LDLIBS) -o $@
+	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) -I$(BUILD)/gen $(CTL_SRC) $(BUILD)/libfelix.a -lcurl -lcjson -lncurses -lyaml $(LDLIBS) -o $@
 
 # The power-cut tools of tests/faults/ (see its README): an LD_PRELOAD sync
 # recorder, the powercut command, and a small writer for their own tests.

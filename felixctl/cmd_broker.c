@@ -9,8 +9,8 @@ static int broker_list(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", "/v1/brokers", NULL, &r);
   if (rc) return rc;
-  if (o->format == CTL_JSON) {
-    ctl_print_body(&r);
+  if (o->format != CTL_TABLE) {
+    ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   static const char *const head[] = {"ID", "ALIVE", "ADDRESS", "STORAGE_ID", "INCARNATION", "FSYNC_MODE",
@@ -42,8 +42,8 @@ static int broker_describe(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", path, NULL, &r);
   if (rc) return rc;
-  if (o->format == CTL_JSON) {
-    ctl_print_body(&r);
+  if (o->format != CTL_TABLE) {
+    ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   static const char *const labels[] = {"ID", "Alive", "Address", "HTTP address", "Storage id", "Incarnation",

@@ -8,8 +8,8 @@ static int cluster_status(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", "/v1/cluster", NULL, &r);
   if (rc) return rc;
-  if (o->format == CTL_JSON) {
-    ctl_print_body(&r);
+  if (o->format != CTL_TABLE) {
+    ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   char b1[64], b2[64], b3[64], b4[64], line[256];

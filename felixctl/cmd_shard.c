@@ -39,8 +39,8 @@ static int shard_list(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", path, NULL, &r);
   if (rc) return rc;
-  if (o->format == CTL_JSON) {
-    ctl_print_body(&r);
+  if (o->format != CTL_TABLE) {
+    ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   static const char *const head[] = {"STREAM", "SHARD", "STATE",     "GENERATION", "LEADER", "LEADER_ADDRESS",
@@ -105,8 +105,8 @@ static int shard_describe(const ctl_opts *o) {
   if (rc || (rc = ctl_shard_path(stream, shard, "", path, sizeof path))) return rc;
   ctl_reply r;
   if ((rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
-  if (o->format == CTL_JSON) {
-    ctl_print_body(&r);
+  if (o->format != CTL_TABLE) {
+    ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   static const char *const labels[] = {"Stream", "Shard", "Generation", "State",   "Leader",

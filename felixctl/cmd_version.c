@@ -6,6 +6,7 @@
 
 static int version(const ctl_opts *o) {
   if (o->format == CTL_JSON) printf("{\"version\":\"%s\"}\n", FELIX_VERSION);
+  else if (o->format == CTL_YAML) printf("version: %s\n", FELIX_VERSION);
   else printf("felixctl %s\n", FELIX_VERSION);
   return FELIX_EXIT_OK;
 }

@@ -26,7 +26,7 @@
 #define CTL_DEFAULT_WAIT_MS 10000 /* produce, consume: how long a shard may be without a leader */
 #define CTL_MAX_ARGS 4
 
-typedef enum ctl_format { CTL_TABLE, CTL_JSON } ctl_format;
+typedef enum ctl_format { CTL_TABLE, CTL_JSON, CTL_YAML } ctl_format;
 
 /* Command flags, as bits: a command lists those it accepts and requires. */
 enum {
@@ -131,6 +131,9 @@ void ctl_print_rows(const cJSON *rows, const char *const *headers, const char *c
 void ctl_kv(const char *key, const char *value);
 /* The control plane's answer as it sent it, on one line. */
 void ctl_print_body(const ctl_reply *r);
+/* yaml.c: -o yaml, the JSON answer as YAML (libyaml); ctl_print_reply picks json or yaml. */
+int ctl_print_yaml(const cJSON *v);
+void ctl_print_reply(const ctl_opts *o, const ctl_reply *r);
 /* s as a JSON string literal (quotes and escapes included). */
 void ctl_json_string(FILE *f, const char *s);
 

@@ -118,7 +118,7 @@ static void global_usage(FILE *f) {
         "  --token-file FILE     file holding the control plane's admin token (env\n"
         "                        FELIX_TOKEN_FILE); needed by every command that talks\n"
         "                        to the control plane, including produce and consume\n"
-        "  -o, --output FORMAT   table (the default, aligned columns) or json\n"
+        "  -o, --output FORMAT   table (the default, aligned columns), json or yaml\n"
         "  --timeout-ms N        give up on a request after N ms (default 5000)\n"
         "  -h, --help            this help; felixctl COMMAND --help for one command\n"
         "  --version             print the version\n"
@@ -132,7 +132,7 @@ static void global_usage(FILE *f) {
 
 static void command_help(const ctl_command *c) {
   printf("usage: felixctl %s\n\n%s\n%s", c->usage, c->summary, c->help);
-  printf("\nGlobal options: --control-plane URL, --token-file FILE, -o table|json,\n"
+  printf("\nGlobal options: --control-plane URL, --token-file FILE, -o table|json|yaml,\n"
          "--timeout-ms N (see felixctl --help).\n");
 }
 
@@ -330,8 +330,9 @@ static int global_flags(const scanned *s, ctl_opts *o) {
   if (s->seen[FL_OUTPUT]) {
     const char *f = s->value[FL_OUTPUT];
     if (!strcmp(f, "json")) o->format = CTL_JSON;
+    else if (!strcmp(f, "yaml")) o->format = CTL_YAML;
     else if (strcmp(f, "table"))
-      return ctl_error(FELIX_EXIT_USAGE, "use -o table or -o json", "-o: '%s' is not an output format", f);
+      return ctl_error(FELIX_EXIT_USAGE, "use -o table, -o json or -o yaml", "-o: '%s' is not an output format", f);
   }
   o->timeout_ms = CTL_DEFAULT_TIMEOUT_MS;
   uint64_t t;
@@ -361,7 +362,12 @@ static int parse(int argc, char **argv, ctl_opts *o, const ctl_command **cmd) {
   if (help) return command_help(*cmd), FELIX_EXIT_OK;
   if ((rc = command_flags(*cmd, &s, o)) >= 0) return rc;
   if ((rc = positional(*cmd, &s, used, o)) >= 0) return rc;
-  return global_flags(&s, o);
+  if ((rc = global_flags(&s, o)) >= 0) return rc;
+  /* produce, consume and top stream records or screens: JSON lines or a table only */
+  const char *g = (*cmd)->group;
+  if (o->format == CTL_YAML && (!strcmp(g, "produce") || !strcmp(g, "consume") || !strcmp(g, "top")))
+    return ctl_error(FELIX_EXIT_USAGE, "use -o json: one object per line", "-o yaml is not an output of '%s'", g);
+  return -1;
 }
 
 int main(int argc, char **argv) {

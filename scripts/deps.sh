@@ -4,7 +4,7 @@
 # nats-server, libnats-dev and strace: the campaign's peer (PEER=nats), which t5020 samples;
 # iptables and libnetfilter-queue-dev: its packet delayer (this kernel has no tc netem).
 set -eu
-PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables nats-server libnats-dev strace iptables libnetfilter-queue-dev"
+PKGS="gcc make libuv1-dev libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libyaml-dev libsqlite3-dev libncurses-dev libcmocka-dev bats bats-support bats-assert spin clang valgrind tmux man-db groff-base pkg-config zlib1g-dev jq python3 python3-yaml zsh fish coreutils util-linux sqlite3 iproute2 nftables nats-server libnats-dev strace iptables libnetfilter-queue-dev"
 [ "${1:-}" != campaign ] || PKGS="$PKGS gnuplot-nox"
 missing=""
 for p in $PKGS; do

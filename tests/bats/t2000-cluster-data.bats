@@ -79,6 +79,27 @@ print(len(docs))' "$C/watch.out"
   [ "$(tr '\n' ' ' <"$C/follow.out")" = "$(seq 1 20 | tr '\n' ' ')" ] || fail "$(cat "$C/follow.out")"
 }
 
+# -o yaml: the same document as -o json, in YAML a YAML 1.1 reader (PyYAML)
+# reads back to equal values; a stream named "no" stays a string.
+@test "-o yaml prints the JSON answer as YAML that reads back equal, strings that look like other types quoted" {
+  run -0 "$CTL" stream create no --shards 2 --replicas 1
+  wait_until 30 shard_is no/1 Active
+  for cmd in "cluster status" "stream describe no" "shard describe no/1" "stream list"; do
+    # shellcheck disable=SC2086
+    json=$("$CTL" -o json $cmd)
+    # shellcheck disable=SC2086
+    yaml=$("$CTL" -o yaml $cmd)
+    python3 -c '
+import json, sys, yaml
+j, y = json.loads(sys.argv[1]), yaml.safe_load(sys.argv[2])
+assert j == y, (j, y)' "$json" "$yaml" || fail "$cmd: $yaml"
+  done
+  run -0 "$CTL" -o yaml stream describe no
+  assert_line --regexp '^name: "no"$'
+  run -2 --separate-stderr "$CTL" -o yaml consume no --shard 0
+  [[ $stderr == *"-o yaml is not an output of 'consume'"* ]] || fail "$stderr"
+}
+
 under_replicated() { [ "$("$CTL" -o json cluster status | jget 'j["shards"]["under_replicated"]')" = "$1" ]; }
 
 # Under-replication at a glance: shard list's CAUGHT_UP (caught-up copies /
