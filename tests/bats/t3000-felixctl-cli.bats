@@ -74,7 +74,7 @@ need_shell() {
     run -0 --separate-stderr ctl $c --help
     [ -z "$stderr" ] || fail "felixctl $c --help wrote to stderr: $stderr"
     [[ ${lines[0]} == "usage: felixctl $c"* ]] || fail "felixctl $c --help: first line is '${lines[0]}'"
-    assert_output --partial "Global options: --control-plane URL, --token-file FILE, -o table|json,"
+    assert_output --partial "Global options: --control-plane URL, --token-file FILE, -o table|json|yaml,"
   done
 }
 
