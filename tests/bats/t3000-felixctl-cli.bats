@@ -152,11 +152,16 @@ need_shell() {
 }
 
 @test "a bad -o value exits 2 naming -o and the value" {
-  for args in "-o yaml version" "--output yaml version" "--output=yaml version" "-oyaml version"; do
+  for args in "-o xml version" "--output xml version" "--output=xml version" "-oxml version"; do
     # shellcheck disable=SC2086
     run -2 --separate-stderr ctl $args
     [ -z "$output" ]
-    [[ $stderr == *"-o: 'yaml' is not an output format"* ]] || fail "felixctl $args: $stderr"
+    [[ $stderr == *"-o: 'xml' is not an output format"* ]] || fail "felixctl $args: $stderr"
+  done
+  for args in "-o yaml version" "--output=yaml version" "-oyaml version"; do
+    # shellcheck disable=SC2086
+    run -0 ctl $args
+    assert_output --regexp '^version: [0-9]+\.[0-9]+\.[0-9]+$'
   done
 }
 
@@ -338,7 +343,7 @@ need_shell() {
 
 @test "bash: values of -o, --acks and --state, and command options after --" {
   run -0 complete_bash -o ""
-  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "json table "
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "json table yaml "
   run -0 complete_bash stream create s --acks ""
   assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "all leader quorum "
   run -0 complete_bash shard list --state ""
