@@ -32,7 +32,7 @@ _felixctl() {
 
     case $prev in
     --token-file) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
-    -o | --output) COMPREPLY=($(compgen -W "table json yaml" -- "$cur")); return 0 ;;
+    -o | --output) COMPREPLY=($(compgen -W "table wide json yaml" -- "$cur")); return 0 ;;
     --acks) COMPREPLY=($(compgen -W "quorum leader all" -- "$cur")); return 0 ;;
     --state) COMPREPLY=($(compgen -W "Active Fencing NoCaughtUpReplica" -- "$cur")); return 0 ;;
     --control-plane | --timeout-ms | --shards | --replicas | --shard | --from | --count)

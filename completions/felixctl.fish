@@ -29,7 +29,7 @@ end
 complete -c felixctl -f
 complete -c felixctl -l control-plane -x -d 'Control plane base URL'
 complete -c felixctl -l token-file -r -F -d 'File holding the admin token'
-complete -c felixctl -s o -l output -x -a 'table json yaml' -d 'Output format'
+complete -c felixctl -s o -l output -x -a 'table wide json yaml' -d 'Output format'
 complete -c felixctl -l timeout-ms -x -d 'Give up on a request after N ms'
 complete -c felixctl -s h -l help -d 'Show help'
 complete -c felixctl -l version -d 'Print the version'

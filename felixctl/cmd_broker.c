@@ -9,15 +9,15 @@ static int broker_list(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", "/v1/brokers", NULL, &r);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
-  static const char *const head[] = {"ID", "ALIVE", "ADDRESS", "STORAGE_ID", "INCARNATION", "FSYNC_MODE",
-                                     "LEASE_AGE_MS"};
-  static const char *const keys[] = {"id", "alive", "address", "storage_id", "incarnation", "fsync_mode",
-                                     "lease_age_ms"};
-  ctl_print_rows(r.json, head, keys, (int)(sizeof head / sizeof head[0]));
+  static const char *const head[] = {"ID",           "ALIVE",   "ADDRESS",       "STORAGE_ID", "INCARNATION", "FSYNC_MODE",
+                                     "LEASE_AGE_MS", "HTTP_ADDRESS", "BOOT_ID", "REGISTERED_AT", "ROTATED"};
+  static const char *const keys[] = {"id",           "alive",        "address", "storage_id",    "incarnation", "fsync_mode",
+                                     "lease_age_ms", "http_address", "boot_id", "registered_at", "rotated"};
+  ctl_print_rows(r.json, head, keys, o->format == CTL_WIDE ? 11 : 7); /* -o wide: the last four too */
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
 }
@@ -42,7 +42,7 @@ static int broker_describe(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", path, NULL, &r);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }

@@ -8,7 +8,7 @@ static int cluster_status(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", "/v1/cluster", NULL, &r);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }

@@ -44,7 +44,7 @@ static void catch_sigint(void) {
 }
 
 static bool print_record(const ctl_opts *o, const felix_wire_record *r, char **b64, size_t *b64cap) {
-  if (o->format == CTL_TABLE) {
+  if (!CTL_DOCUMENT(o)) {
     fwrite(r->payload, 1, r->len, stdout);
     putchar('\n');
     return true;

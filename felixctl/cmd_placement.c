@@ -16,7 +16,7 @@ static int placement_history(const ctl_opts *o) {
   if (rc || (rc = ctl_shard_path(stream, shard, "/history", path, sizeof path))) return rc;
   ctl_reply r;
   if ((rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
-  if (o->format != CTL_TABLE) ctl_print_reply(o, &r);
+  if (CTL_DOCUMENT(o)) ctl_print_reply(o, &r);
   else ctl_print_events(r.json);
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
@@ -96,7 +96,7 @@ static int placement_abandon(const ctl_opts *o) {
   rc = ctl_http(o, "POST", path, text, &r);
   free(text);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) ctl_print_reply(o, &r);
+  if (CTL_DOCUMENT(o)) ctl_print_reply(o, &r);
   else print_abandon(r.json, o->dry_run);
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;

@@ -39,20 +39,22 @@ static int shard_list(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", path, NULL, &r);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
-  static const char *const head[] = {"STREAM", "SHARD", "STATE",     "GENERATION", "LEADER", "LEADER_ADDRESS",
-                                     "HWM",    "LAG",   "CAUGHT_UP", "REPLICAS"};
+  static const char *const head[] = {"STREAM", "SHARD", "STATE",     "GENERATION", "LEADER",  "LEADER_ADDRESS", "HWM",
+                                     "LAG",    "CAUGHT_UP", "REPLICAS", "MAX_HWM", "LEADER_COPY_ID", "DETAIL"};
   static const char *const keys[] = {"stream", "shard", "state", "generation", "leader", "leader_address", "hwm",
                                      "max_lag_records"};
-  enum { N = sizeof head / sizeof head[0], NKEYS = sizeof keys / sizeof keys[0] };
-  ctl_table *t = ctl_table_new(N, head);
+  static const char *const wide_keys[] = {"max_hwm", "leader_copy_id", "detail"}; /* -o wide: after REPLICAS */
+  enum { NKEYS = sizeof keys / sizeof keys[0], NWIDE = sizeof wide_keys / sizeof wide_keys[0] };
+  int n = NKEYS + 2 + (o->format == CTL_WIDE ? NWIDE : 0);
+  ctl_table *t = ctl_table_new(n, head);
   const cJSON *s;
   cJSON_ArrayForEach(s, r.json) {
-    char buf[NKEYS][64], caught[64], replicas[1024];
-    const char *cells[N];
+    char buf[NKEYS + NWIDE][64], caught[64], replicas[1024];
+    const char *cells[NKEYS + 2 + NWIDE];
     for (int i = 0; i < NKEYS; i++) cells[i] = ctl_field(s, keys[i], buf[i]);
     /* "2/3": caught-up copies of the replicas; the largest lag is LAG */
     const cJSON *cu = cJSON_GetObjectItemCaseSensitive(s, "caught_up_replicas");
@@ -60,6 +62,7 @@ static int shard_list(const ctl_opts *o) {
              cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(s, "replicas")));
     cells[NKEYS] = caught;
     cells[NKEYS + 1] = ctl_replica_brokers(s, replicas, sizeof replicas);
+    for (int i = 0; i < NWIDE; i++) cells[NKEYS + 2 + i] = ctl_field(s, wide_keys[i], buf[NKEYS + i]);
     ctl_table_row(t, cells);
   }
   ctl_table_print(t);
@@ -105,7 +108,7 @@ static int shard_describe(const ctl_opts *o) {
   if (rc || (rc = ctl_shard_path(stream, shard, "", path, sizeof path))) return rc;
   ctl_reply r;
   if ((rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }

@@ -61,7 +61,7 @@ static int post_stream(const ctl_opts *o, const char *path, cJSON *req, const ch
   int rc = ctl_http(o, "POST", path, body, &r);
   cJSON_free(body);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
   } else {
     print_stream(r.json);
@@ -84,7 +84,7 @@ static int stream_list(const ctl_opts *o) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", "/v1/streams", NULL, &r);
   if (rc) return rc;
-  if (o->format != CTL_TABLE) {
+  if (CTL_DOCUMENT(o)) {
     ctl_print_reply(o, &r);
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
@@ -101,7 +101,7 @@ static int stream_describe(const ctl_opts *o) {
   if (rc) return rc;
   ctl_reply r;
   if ((rc = ctl_http(o, "GET", path, NULL, &r))) return rc;
-  if (o->format != CTL_TABLE) ctl_print_reply(o, &r);
+  if (CTL_DOCUMENT(o)) ctl_print_reply(o, &r);
   else print_stream(r.json);
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
@@ -135,7 +135,7 @@ static int stream_delete(const ctl_opts *o) {
   ctl_reply r;
   if ((rc = ctl_http(o, "DELETE", path, NULL, &r))) return rc;
   char buf[64];
-  if (o->format != CTL_TABLE) ctl_print_reply(o, &r);
+  if (CTL_DOCUMENT(o)) ctl_print_reply(o, &r);
   else printf("deleted stream %s (uuid %s)\n", o->args[0], ctl_field(r.json, "uuid", buf));
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;

@@ -26,7 +26,9 @@
 #define CTL_DEFAULT_WAIT_MS 10000 /* produce, consume: how long a shard may be without a leader */
 #define CTL_MAX_ARGS 4
 
-typedef enum ctl_format { CTL_TABLE, CTL_JSON, CTL_YAML } ctl_format;
+/* wide: a table with more columns where a command has them */
+typedef enum ctl_format { CTL_TABLE, CTL_WIDE, CTL_JSON, CTL_YAML } ctl_format;
+#define CTL_DOCUMENT(o) ((o)->format == CTL_JSON || (o)->format == CTL_YAML) /* the answer as a document */
 
 /* Command flags, as bits: a command lists those it accepts and requires. */
 enum {

@@ -118,7 +118,8 @@ static void global_usage(FILE *f) {
         "  --token-file FILE     file holding the control plane's admin token (env\n"
         "                        FELIX_TOKEN_FILE); needed by every command that talks\n"
         "                        to the control plane, including produce and consume\n"
-        "  -o, --output FORMAT   table (the default, aligned columns), json or yaml\n"
+        "  -o, --output FORMAT   table (the default, aligned columns), wide (more\n"
+        "                        columns: broker list, shard list), json or yaml\n"
         "  --timeout-ms N        give up on a request after N ms (default 5000)\n"
         "  -h, --help            this help; felixctl COMMAND --help for one command\n"
         "  --version             print the version\n"
@@ -132,7 +133,7 @@ static void global_usage(FILE *f) {
 
 static void command_help(const ctl_command *c) {
   printf("usage: felixctl %s\n\n%s\n%s", c->usage, c->summary, c->help);
-  printf("\nGlobal options: --control-plane URL, --token-file FILE, -o table|json|yaml,\n"
+  printf("\nGlobal options: --control-plane URL, --token-file FILE, -o table|wide|json|yaml,\n"
          "--timeout-ms N (see felixctl --help).\n");
 }
 
@@ -331,8 +332,9 @@ static int global_flags(const scanned *s, ctl_opts *o) {
     const char *f = s->value[FL_OUTPUT];
     if (!strcmp(f, "json")) o->format = CTL_JSON;
     else if (!strcmp(f, "yaml")) o->format = CTL_YAML;
+    else if (!strcmp(f, "wide")) o->format = CTL_WIDE;
     else if (strcmp(f, "table"))
-      return ctl_error(FELIX_EXIT_USAGE, "use -o table, -o json or -o yaml", "-o: '%s' is not an output format", f);
+      return ctl_error(FELIX_EXIT_USAGE, "use -o table, -o wide, -o json or -o yaml", "-o: '%s' is not an output format", f);
   }
   o->timeout_ms = CTL_DEFAULT_TIMEOUT_MS;
   uint64_t t;

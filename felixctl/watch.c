@@ -67,6 +67,8 @@ static void show(const ctl_command *c, const ctl_opts *o, const char *out, const
   if (tty)
     printf("\033[H\033[2JEvery %.1fs: felixctl %s%s%s   %s\n\n", WATCH_INTERVAL_MS / 1000.0, c->group, c->verb ? " " : "",
            c->verb ? c->verb : "", now);
+  else if (o->format == CTL_YAML)
+    fputs("---\n", stdout); /* a stream of YAML documents */
   else if (o->format != CTL_JSON)
     printf("# %s\n", now);
   fputs(out, stdout);

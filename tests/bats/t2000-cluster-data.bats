@@ -100,6 +100,21 @@ assert j == y, (j, y)' "$json" "$yaml" || fail "$cmd: $yaml"
   [[ $stderr == *"-o yaml is not an output of 'consume'"* ]] || fail "$stderr"
 }
 
+@test "-o wide adds columns to broker list and shard list; other commands print their table" {
+  run -0 "$CTL" stream create wd --shards 1 --replicas 1
+  run -0 "$CTL" broker list
+  refute_line --partial HTTP_ADDRESS
+  run -0 "$CTL" -o wide broker list
+  assert_line --regexp '^ID +ALIVE +ADDRESS +STORAGE_ID +INCARNATION +FSYNC_MODE +LEASE_AGE_MS +HTTP_ADDRESS +BOOT_ID +REGISTERED_AT +ROTATED$'
+  assert_line --regexp "^b1 +yes +127\.0\.0\.1:$(broker_port 1) .* 127\.0\.0\.1:$((PORT_BASE + 21)) +[^ ]+ +[0-9-]+T[0-9:.]+Z +(yes|no)$"
+  run -0 "$CTL" shard list
+  refute_line --partial MAX_HWM
+  run -0 "$CTL" -o wide shard list
+  assert_line --regexp '^STREAM +SHARD +STATE .* REPLICAS +MAX_HWM +LEADER_COPY_ID +DETAIL$'
+  run -0 "$CTL" -o wide cluster status
+  assert_line --regexp '^Streams: +1$'
+}
+
 under_replicated() { [ "$("$CTL" -o json cluster status | jget 'j["shards"]["under_replicated"]')" = "$1" ]; }
 
 # Under-replication at a glance: shard list's CAUGHT_UP (caught-up copies /

@@ -74,7 +74,7 @@ need_shell() {
     run -0 --separate-stderr ctl $c --help
     [ -z "$stderr" ] || fail "felixctl $c --help wrote to stderr: $stderr"
     [[ ${lines[0]} == "usage: felixctl $c"* ]] || fail "felixctl $c --help: first line is '${lines[0]}'"
-    assert_output --partial "Global options: --control-plane URL, --token-file FILE, -o table|json|yaml,"
+    assert_output --partial "Global options: --control-plane URL, --token-file FILE, -o table|wide|json|yaml,"
   done
 }
 
@@ -343,7 +343,7 @@ need_shell() {
 
 @test "bash: values of -o, --acks and --state, and command options after --" {
   run -0 complete_bash -o ""
-  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "json table yaml "
+  assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "json table wide yaml "
   run -0 complete_bash stream create s --acks ""
   assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "all leader quorum "
   run -0 complete_bash shard list --state ""
