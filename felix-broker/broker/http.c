@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "broker.h"
+#include "felix/cli.h"
 #include "felix/logfmt.h"
 
 static enum MHD_Result answer(struct MHD_Connection *mc, unsigned code, const char *type, const char *body) {
@@ -85,6 +86,8 @@ void broker_update_metrics(broker *b) {
   add(&t, &len, &cap, "# TYPE felix_appends_total counter\nfelix_appends_total %" PRIu64 "\n", b->appends_total);
   add(&t, &len, &cap, "# TYPE felix_append_errors_total counter\nfelix_append_errors_total %" PRIu64 "\n", b->append_errors);
   add(&t, &len, &cap, "# TYPE felix_ready gauge\nfelix_ready %d\n", b->ready ? 1 : 0);
+  add(&t, &len, &cap, "# HELP felix_build_info The version of felix-broker, as --version prints it.\n"
+                      "# TYPE felix_build_info gauge\nfelix_build_info{version=\"%s\"} 1\n", FELIX_VERSION);
   add(&t, &len, &cap, "# TYPE felix_log_end_offset gauge\n# TYPE felix_hwm gauge\n# TYPE felix_unsynced_bytes gauge\n"
                       "# TYPE felix_syncs_total counter\n# TYPE felix_sync_seconds_total counter\n"
                       "# TYPE felix_sync_batch_appends gauge\n# TYPE felix_leading gauge\n");

@@ -324,6 +324,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   [ "$(wc -w <<<"$names")" -ge 10 ] || fail "too few metrics: $metrics"
   for n in $names; do grep -qw -- "$n" <<<"$man_text" || fail "felix-broker.8 does not document $n"; done
   grep -q '^felix_hwm{stream="m",shard="0"} ' <<<"$metrics" || fail "$metrics"
+  grep -qx "felix_build_info{version=\"$("$BROKER" --version | cut -d' ' -f2)\"} 1" <<<"$metrics" || fail "$metrics"
   while IFS= read -r l; do
     [[ $l =~ ^ts=[0-9T:.Z-]+\ level=(info|warn|error)\ msg= ]] || fail "not logfmt: $l"
   done <"$C/b1.log"
