@@ -2,17 +2,18 @@
 # each command's options, the values of -o, --acks, --state and completion,
 # and stream names, shards (STREAM/N) and broker ids asked from the control
 # plane (with the line's --control-plane and --token-file, or the
-# environment). Install with
+# environment), and context names from the config file. Install with
 #   felixctl completion fish > ~/.config/fish/completions/felixctl.fish
 
-set -l commands cluster broker stream shard placement produce consume top completion version
+set -l commands cluster broker stream shard placement produce consume top config completion version
 
-# __felixctl_live streams|shards|brokers — names from the control plane.
+# __felixctl_live streams|shards|brokers|contexts — names from the control
+# plane (contexts: from the config file).
 function __felixctl_live
     set -l words (commandline -opc)
     set -l pass
     for i in (seq 1 (math (count $words) - 1))
-        if contains -- $words[$i] --control-plane --token-file
+        if contains -- $words[$i] --control-plane --token-file --context
             set pass $pass $words[$i] $words[(math $i + 1)]
         end
     end
@@ -23,12 +24,15 @@ function __felixctl_live
             felixctl $pass --timeout-ms 1000 shard list 2>/dev/null | awk 'NR > 1 { print $1 "/" $2 }'
         case brokers
             felixctl $pass --timeout-ms 1000 broker list 2>/dev/null | awk 'NR > 1 { print $1 }'
+        case contexts
+            felixctl config get-contexts 2>/dev/null | awk 'NR > 1 { print $2 }'
     end
 end
 
 complete -c felixctl -f
 complete -c felixctl -l control-plane -x -d 'Control plane base URL'
 complete -c felixctl -l token-file -r -F -d 'File holding the admin token'
+complete -c felixctl -l context -x -a '(__felixctl_live contexts)' -d 'Take control plane and token file from this context'
 complete -c felixctl -s o -l output -x -a 'table wide json yaml' -d 'Output format'
 complete -c felixctl -l timeout-ms -x -d 'Give up on a request after N ms'
 complete -c felixctl -s h -l help -d 'Show help'
@@ -42,6 +46,7 @@ complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a placement
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a produce -d 'Publish stdin, one record per line'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a consume -d "Print a shard's records, one per line"
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a top -d 'Live view of brokers, shards and events'
+complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a config -d 'List, pick or set the contexts of the config file'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a completion -d 'Print a shell completion script'
 complete -c felixctl -n "not __fish_seen_subcommand_from $commands" -a version -d 'Print the version'
 
@@ -58,6 +63,10 @@ complete -c felixctl -n "__fish_seen_subcommand_from shard; and not __fish_seen_
 complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history abandon" -a history -d "A shard's event history"
 complete -c felixctl -n "__fish_seen_subcommand_from placement; and not __fish_seen_subcommand_from history abandon" -a abandon -d 'Re-place a stuck shard'
 complete -c felixctl -n "__fish_seen_subcommand_from completion; and not __fish_seen_subcommand_from bash zsh fish" -a 'bash zsh fish'
+complete -c felixctl -n "__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from get-contexts use-context set-context" -a get-contexts -d 'List the contexts'
+complete -c felixctl -n "__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from get-contexts use-context set-context" -a use-context -d 'Make a context the current one'
+complete -c felixctl -n "__fish_seen_subcommand_from config; and not __fish_seen_subcommand_from get-contexts use-context set-context" -a set-context -d 'Create or change a context'
+complete -c felixctl -n "__fish_seen_subcommand_from config; and __fish_seen_subcommand_from use-context set-context; and test (count (commandline -opc)) -le 3" -a '(__felixctl_live contexts)' -d 'Context'
 
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l shards -x -d 'Number of shards'
 complete -c felixctl -n "__fish_seen_subcommand_from stream; and __fish_seen_subcommand_from create" -l replicas -x -d 'Copies of each shard'

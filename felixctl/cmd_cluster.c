@@ -15,6 +15,7 @@ static int cluster_status(const ctl_opts *o) {
   char b1[64], b2[64], b3[64], b4[64], line[256];
   const cJSON *brokers = cJSON_GetObjectItemCaseSensitive(r.json, "brokers");
   const cJSON *shards = cJSON_GetObjectItemCaseSensitive(r.json, "shards");
+  if (o->context) ctl_kv("Context", o->context);
   ctl_kv("Control plane", o->control_plane);
   ctl_kv("Instance", ctl_field(r.json, "instance_id", b1));
   ctl_kv("Started", ctl_field(r.json, "started_at", b1));

@@ -69,6 +69,11 @@ typedef struct ctl_opts {
   const char *uuid; /* stream adopt --uuid */
   uint64_t wait_ms;  /* --wait: how long to wait for a shard's leader */
   bool watch;        /* --watch: run again every 2 s (watch.c) */
+  const char *context; /* the context the settings came from, NULL for none */
+  const char *control_plane_flag, *token_file_flag; /* as given on the line, else NULL */
+  /* where control_plane and token_file came from, for hints: "--control-plane",
+   * "FELIX_CONTROL_PLANE", "context 'prod' of FILE", "the default" */
+  const char *control_plane_from, *token_file_from;
 } ctl_opts;
 
 typedef struct ctl_command {
@@ -91,6 +96,7 @@ extern const ctl_command ctl_cmd_shard_list, ctl_cmd_shard_describe;
 extern const ctl_command ctl_cmd_placement_history, ctl_cmd_placement_abandon;
 extern const ctl_command ctl_cmd_produce, ctl_cmd_consume, ctl_cmd_top;
 extern const ctl_command ctl_cmd_completion, ctl_cmd_version;
+extern const ctl_command ctl_cmd_config_get_contexts, ctl_cmd_config_use_context, ctl_cmd_config_set_context;
 
 /* main.c: errors. Prints "felixctl: error: ..." (and "felixctl: hint: ..."
  * when hint is not NULL) to stderr; returns code so callers can
@@ -164,6 +170,34 @@ char *ctl_normalise_url(const char *url);
 /* The acks policy's wire value (felix_acks), or -1 for an unknown name. */
 int ctl_acks_value(const char *name);
 bool ctl_is_shard_state(const char *name);
+
+/* config.c: the contexts file (felixctl(1), CONTEXTS). */
+#define CTL_MAX_CONTEXTS 32
+#define CTL_CONTEXT_NAME_MAX 64
+typedef struct ctl_context {
+  char name[CTL_CONTEXT_NAME_MAX];
+  char control_plane[512]; /* normalised (ctl_normalise_url) */
+  char token_file[1024];   /* "" when the context names none */
+} ctl_context;
+typedef struct ctl_config {
+  char path[1024]; /* "" when there is no place for one (no HOME) */
+  bool exists;
+  char current[CTL_CONTEXT_NAME_MAX]; /* "" when none is current */
+  ctl_context ctx[CTL_MAX_CONTEXTS];
+  int n;
+} ctl_config;
+bool ctl_context_name_ok(const char *s);
+ctl_context *ctl_config_find(ctl_config *c, const char *name);
+/* Parses text (modified) into c; 0, or the bad line's number with err
+ * set to "line N: why". */
+int ctl_config_parse(char *text, ctl_config *c, char *err, size_t cap);
+char *ctl_config_format(const ctl_config *c); /* malloc'd */
+/* $FELIX_CONFIG, $XDG_CONFIG_HOME/felix/config or ~/.config/felix/config. */
+bool ctl_config_path(char *out, size_t cap);
+/* Loads the file (absent: no contexts). -1, or an exit code after the
+ * error naming the file and line. */
+int ctl_config_load(ctl_config *c);
+int ctl_config_save(const ctl_config *c); /* -1 or an exit code */
 
 /* watch.c: --watch; runs c until SIGINT or SIGTERM, exit 0. */
 int ctl_watch(const struct ctl_command *c, const ctl_opts *o);

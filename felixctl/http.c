@@ -37,13 +37,13 @@ void ctl_reply_free(ctl_reply *r) {
 static int load_token(const ctl_opts *o, char *token, size_t cap) {
   if (!o->token_file)
     return ctl_error(FELIX_EXIT_USAGE,
-                     "give --token-file FILE or set FELIX_TOKEN_FILE; the control plane writes its admin token "
-                     "next to its database as <db>.admin-token",
+                     "give --token-file FILE, set FELIX_TOKEN_FILE or a context's token file (felixctl config "
+                     "set-context); the control plane writes its admin token next to its database as <db>.admin-token",
                      "no admin token file: this command talks to the control plane");
   FILE *f = fopen(o->token_file, "r");
   if (!f)
-    return ctl_error(FELIX_EXIT_FAILURE, "check --token-file / FELIX_TOKEN_FILE", "cannot read the token file %s: %s",
-                     o->token_file, strerror(errno));
+    return ctl_error(FELIX_EXIT_FAILURE, "give another with --token-file, FELIX_TOKEN_FILE or felixctl config set-context",
+                     "cannot read the token file %s (from %s): %s", o->token_file, o->token_file_from, strerror(errno));
   size_t n = fread(token, 1, cap - 1, f);
   bool more = n == cap - 1 && fgetc(f) != EOF;
   fclose(f);
@@ -116,8 +116,9 @@ static int transport_error(const ctl_opts *o, CURLcode res, const char *errbuf, 
     return ctl_error(FELIX_EXIT_UNREACHABLE, "is it overloaded or stopped? raise --timeout-ms to wait longer",
                      "the control plane at %s did not answer within %d ms", o->control_plane, o->timeout_ms);
   return ctl_error(FELIX_EXIT_UNREACHABLE,
-                   "is felix-broker control-plane running there? set --control-plane URL or FELIX_CONTROL_PLANE",
-                   "cannot reach the control plane at %s: %s", o->control_plane,
+                   "is felix-broker control-plane running there? set --control-plane URL, FELIX_CONTROL_PLANE or a "
+                   "context (felixctl config use-context)",
+                   "cannot reach the control plane at %s (from %s): %s", o->control_plane, o->control_plane_from,
                    errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
 

@@ -6,7 +6,8 @@
  * `--` ends the flags (getopt_long, whole names only: lib/util/cli.c). Only then is the command resolved, so a flag that
  * belongs to another command is a usage error naming both, and no request is
  * made for a command line with any mistake in it. Flags win over the
- * environment (FELIX_CONTROL_PLANE, FELIX_TOKEN_FILE). */
+ * environment (FELIX_CONTROL_PLANE, FELIX_TOKEN_FILE), and both over the
+ * context (--context NAME, else the config file's current one: config.c). */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,12 +21,13 @@ static const ctl_command *const commands[] = {
     &ctl_cmd_stream_list,     &ctl_cmd_stream_describe, &ctl_cmd_stream_delete,  &ctl_cmd_stream_adopt,     &ctl_cmd_shard_list,
     &ctl_cmd_shard_describe,  &ctl_cmd_placement_history, &ctl_cmd_placement_abandon, &ctl_cmd_produce,
     &ctl_cmd_consume,         &ctl_cmd_top,
+    &ctl_cmd_config_get_contexts, &ctl_cmd_config_use_context, &ctl_cmd_config_set_context,
     &ctl_cmd_completion,      &ctl_cmd_version,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
 enum flag_id {
-  FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
+  FL_CONTROL_PLANE, FL_TOKEN_FILE, FL_CONTEXT, FL_OUTPUT, FL_TIMEOUT, FL_HELP, FL_VERSION,
   FL_SHARDS, FL_REPLICAS, FL_ACKS, FL_YES, FL_STATE, FL_SHARD, FL_FROM, FL_COUNT, FL_FOLLOW,
   FL_DRY_RUN, FL_EXPECT_GENERATION, FL_EXPECT_COPY, FL_EXPECT_DIGEST, FL_UUID, FL_ABOVE_GENERATION,
   FL_WAIT, FL_WATCH, FL_N
@@ -40,6 +42,7 @@ typedef struct flag_def {
 static const flag_def flags[FL_N] = {
     [FL_CONTROL_PLANE] = {"--control-plane", true, 0},
     [FL_TOKEN_FILE] = {"--token-file", true, 0},
+    [FL_CONTEXT] = {"--context", true, 0},
     [FL_OUTPUT] = {"--output", true, 0},
     [FL_TIMEOUT] = {"--timeout-ms", true, 0},
     [FL_HELP] = {"--help", false, 0},
@@ -118,13 +121,16 @@ static void global_usage(FILE *f) {
         "  --token-file FILE     file holding the control plane's admin token (env\n"
         "                        FELIX_TOKEN_FILE); needed by every command that talks\n"
         "                        to the control plane, including produce and consume\n"
+        "  --context NAME        the control plane and token file of this context of\n"
+        "                        the config file instead of the current one (felixctl\n"
+        "                        config get-contexts)\n"
         "  -o, --output FORMAT   table (the default, aligned columns), wide (more\n"
         "                        columns: broker list, shard list), json or yaml\n"
         "  --timeout-ms N        give up on a request after N ms (default 5000)\n"
         "  -h, --help            this help; felixctl COMMAND --help for one command\n"
         "  --version             print the version\n"
         "\n"
-        "Flags win over the environment.\n"
+        "Flags win over the environment, and both over the context.\n"
         "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 refused,\n"
         "5 control plane or broker unreachable.\n"
         "See felixctl(1).\n",
@@ -133,8 +139,8 @@ static void global_usage(FILE *f) {
 
 static void command_help(const ctl_command *c) {
   printf("usage: felixctl %s\n\n%s\n%s", c->usage, c->summary, c->help);
-  printf("\nGlobal options: --control-plane URL, --token-file FILE, -o table|wide|json|yaml,\n"
-         "--timeout-ms N (see felixctl --help).\n");
+  printf("\nGlobal options: --control-plane URL, --token-file FILE, --context NAME,\n"
+         "-o table|wide|json|yaml, --timeout-ms N (see felixctl --help).\n");
 }
 
 static bool is_group(const char *word) {
@@ -318,15 +324,50 @@ static int positional(const ctl_command *c, const scanned *s, int used, ctl_opts
                    (int)strcspn(name, " "), name);
 }
 
-/* Global flags and their environment fallbacks. */
-static int global_flags(const scanned *s, ctl_opts *o) {
+/* The context whose settings are the fallbacks: --context NAME, else the
+ * config file's current one; NULL for none. The config lives as long as
+ * the process (o points into it). */
+static int pick_context(const ctl_command *c, const scanned *s, const ctl_context **out) {
+  static ctl_config cfg;
+  *out = NULL;
+  if (!strcmp(c->group, "config")) {
+    if (s->seen[FL_CONTEXT])
+      return ctl_error(FELIX_EXIT_USAGE, "name the context as the argument: felixctl config set-context NAME",
+                       "--context is not an option of 'config %s'", c->verb);
+    return -1;
+  }
+  if (!strcmp(c->group, "version") || !strcmp(c->group, "completion")) return -1;
+  int rc = ctl_config_load(&cfg);
+  if (rc >= 0) return rc;
+  const char *name = s->seen[FL_CONTEXT] ? s->value[FL_CONTEXT] : cfg.current;
+  if (!*name) return -1;
+  *out = ctl_config_find(&cfg, name);
+  if (*out) return -1;
+  if (s->seen[FL_CONTEXT])
+    return ctl_error(FELIX_EXIT_USAGE, "felixctl config get-contexts lists them", "--context: no context '%s' in %s", name,
+                     cfg.path[0] ? cfg.path : "the config (HOME is not set)");
+  return ctl_error(FELIX_EXIT_USAGE, "felixctl config use-context NAME picks another; set-context NAME adds it",
+                   "%s: current-context '%s' is not a [context] of the file", cfg.path, name);
+}
+
+/* Global flags, their environment fallbacks, then the context's settings. */
+static int global_flags(const scanned *s, const ctl_context *ctx, ctl_opts *o) {
+  o->context = ctx ? ctx->name : NULL;
+  o->control_plane_flag = s->seen[FL_CONTROL_PLANE] ? s->value[FL_CONTROL_PLANE] : NULL;
+  o->token_file_flag = s->seen[FL_TOKEN_FILE] ? s->value[FL_TOKEN_FILE] : NULL;
+  static char from_ctx[64 + CTL_CONTEXT_NAME_MAX];
+  if (ctx) snprintf(from_ctx, sizeof from_ctx, "context '%s'", ctx->name);
   const char *cp = s->seen[FL_CONTROL_PLANE] ? s->value[FL_CONTROL_PLANE] : getenv("FELIX_CONTROL_PLANE");
-  if (!cp || !*cp) cp = CTL_DEFAULT_CONTROL_PLANE;
+  o->control_plane_from = s->seen[FL_CONTROL_PLANE] ? "--control-plane" : "FELIX_CONTROL_PLANE";
+  if ((!cp || !*cp) && ctx) cp = ctx->control_plane, o->control_plane_from = from_ctx;
+  if (!cp || !*cp) cp = CTL_DEFAULT_CONTROL_PLANE, o->control_plane_from = "the default";
   o->control_plane = ctl_normalise_url(cp);
   if (!o->control_plane)
     return ctl_error(FELIX_EXIT_USAGE, "give an http:// or https:// URL, e.g. " CTL_DEFAULT_CONTROL_PLANE,
                      "--control-plane: '%s' is not a control plane URL", cp);
   const char *tf = s->seen[FL_TOKEN_FILE] ? s->value[FL_TOKEN_FILE] : getenv("FELIX_TOKEN_FILE");
+  o->token_file_from = s->seen[FL_TOKEN_FILE] ? "--token-file" : "FELIX_TOKEN_FILE";
+  if ((!tf || !*tf) && ctx && ctx->token_file[0]) tf = ctx->token_file, o->token_file_from = from_ctx;
   o->token_file = tf && *tf ? tf : NULL;
   if (s->seen[FL_OUTPUT]) {
     const char *f = s->value[FL_OUTPUT];
@@ -364,7 +405,9 @@ static int parse(int argc, char **argv, ctl_opts *o, const ctl_command **cmd) {
   if (help) return command_help(*cmd), FELIX_EXIT_OK;
   if ((rc = command_flags(*cmd, &s, o)) >= 0) return rc;
   if ((rc = positional(*cmd, &s, used, o)) >= 0) return rc;
-  if ((rc = global_flags(&s, o)) >= 0) return rc;
+  const ctl_context *ctx;
+  if ((rc = pick_context(*cmd, &s, &ctx)) >= 0) return rc;
+  if ((rc = global_flags(&s, ctx, o)) >= 0) return rc;
   /* produce, consume and top stream records or screens: JSON lines or a table only */
   const char *g = (*cmd)->group;
   if (o->format == CTL_YAML && (!strcmp(g, "produce") || !strcmp(g, "consume") || !strcmp(g, "top")))

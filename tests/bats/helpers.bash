@@ -24,6 +24,7 @@ setup() {
   mkdir -p "$W"
   export FELIX_RUNTIME_DIR="$W/run"
   export FELIX_BOOT_ID_FILE="$W/boot_id"
+  export FELIX_CONFIG="$W/felixctl-config" # never the developer's own contexts
   echo "$BOOT_ID" >"$FELIX_BOOT_ID_FILE"
   unset FELIX_DATA_DIR FELIX_DURABLE_FSYNC_MODE FELIX_DURABLE_SEGMENT_BYTES FELIX_DURABLE_INDEX_SPACING_BYTES
   cd "$W" || return 1

@@ -16,7 +16,7 @@ UNREACHABLE=http://127.0.0.1:1
 COMMANDS=(
   "cluster status" "broker list" "broker describe" "stream create" "stream list"
   "stream describe" "stream delete" "stream adopt" "shard list" "shard describe" "placement history" "placement abandon"
-  "produce" "consume" "top" "completion" "version"
+  "produce" "consume" "top" "config get-contexts" "config use-context" "config set-context" "completion" "version"
 )
 
 eval "$(declare -f setup | sed '1s/^setup/helpers_setup/')"
@@ -74,7 +74,7 @@ need_shell() {
     run -0 --separate-stderr ctl $c --help
     [ -z "$stderr" ] || fail "felixctl $c --help wrote to stderr: $stderr"
     [[ ${lines[0]} == "usage: felixctl $c"* ]] || fail "felixctl $c --help: first line is '${lines[0]}'"
-    assert_output --partial "Global options: --control-plane URL, --token-file FILE, -o table|wide|json|yaml,"
+    assert_output --partial "Global options: --control-plane URL, --token-file FILE, --context NAME,"
   done
 }
 
