@@ -18,6 +18,7 @@
 #include "felix/streammeta.h"
 #include "felix/datadir.h"
 #include "felix/log.h"
+#include "felix/metrics.h"
 #include "felix/wire.h"
 
 typedef struct broker_config {
@@ -120,6 +121,7 @@ typedef struct cp_mailbox {
   bool stop;
   bool draining;          /* heartbeats say so: the control plane hands our shards off */
   uint64_t heartbeat_ms;  /* the cadence the control plane's last applied reply named; 0: not yet */
+  uint64_t heartbeat_ok_ms; /* CLOCK_BOOTTIME of the last heartbeat or registration it accepted; 0: none */
   pthread_cond_t cv;
 } cp_mailbox;
 
@@ -167,6 +169,8 @@ typedef struct broker {
   char *metrics_text;      /* snapshot served by /metrics */
   bool ready;
   uint64_t appends_total, append_errors;
+  uint64_t bytes_in, bytes_out;      /* the data port's connections (net.c) */
+  felix_histogram publish_latency;   /* PUBLISH arrival to answer (net.c) */
   bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
   bool inventory_due, report_due; /* changed in this loop iteration: sent by publish_prepare */
   uv_prepare_t publish_prepare;
@@ -230,6 +234,14 @@ void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const u
 /* The report's "followers" for a led shard (cJSON array). */
 struct cJSON;
 struct cJSON *peer_followers_json(const shard *s);
+/* The followers of a shard this process leads or fences, for /metrics;
+ * held is valid only while connected. Returns how many (at most max). */
+typedef struct peer_follower {
+  const char *broker;
+  bool connected;
+  uint64_t held;
+} peer_follower;
+int peer_followers(const shard *s, peer_follower *out, int max);
 
 /* broker/cp_client.c */
 int broker_cp_start(broker *b);

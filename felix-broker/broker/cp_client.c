@@ -149,6 +149,7 @@ static void deliver(cp_session *cs, uint64_t sent_ms) {
   free(b->mb.assignments_json);
   b->mb.assignments_json = cs->resp.body;
   b->mb.assignments_sent_ms = sent_ms;
+  b->mb.heartbeat_ok_ms = sent_ms;
   snprintf(b->mb.incarnation, sizeof b->mb.incarnation, "%s", cs->incarnation);
   b->mb.registered = true;
   pthread_mutex_unlock(&b->mb.mu);

@@ -21,6 +21,8 @@ struct conn {
   size_t len, cap;
   bool busy, closing, dispatching;
   int refs;
+  uint16_t request_type; /* of the request being answered (busy) */
+  uint64_t request_ns;   /* its arrival (uv_hrtime) */
   peer_binding peer;
   struct conn *next;
 };
@@ -68,6 +70,8 @@ static void process_frames(conn *c) {
     if (c->len < total) break;
     c->busy = true;
     c->refs++; /* the owed reply */
+    c->request_type = type;
+    c->request_ns = uv_hrtime();
     broker_handle_frame(c->b, c, type, corr, c->buf + FELIX_WIRE_HEADER, total - FELIX_WIRE_HEADER);
     memmove(c->buf, c->buf + total, c->len - total);
     c->len -= total;
@@ -88,7 +92,10 @@ static void on_written(uv_write_t *req, int status) {
 }
 
 void conn_reply(conn *c, felix_buf *frame) {
+  if (c->request_type == FELIX_WIRE_PUBLISH)
+    felix_histogram_observe(&c->b->publish_latency, (double)(uv_hrtime() - c->request_ns) / 1e9);
   if (!c->closing && !frame->oom) {
+    c->b->bytes_out += frame->len;
     write_req *w = calloc(1, sizeof *w);
     if (w) {
       w->frame = *frame;
@@ -132,6 +139,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
     return;
   }
   c->len += (size_t)n;
+  c->b->bytes_in += (uint64_t)n;
   if (!c->dispatching) process_frames(c);
 }
 

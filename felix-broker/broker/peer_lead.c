@@ -643,6 +643,13 @@ void peer_start_fence(broker *b, shard *s) {
   fence_evaluate(b, s); /* one replica: its own promise is the whole majority */
 }
 
+int peer_followers(const shard *s, peer_follower *out, int max) {
+  int n = 0;
+  for (peer_link *l = s->links; l && n < max; l = l->next)
+    out[n++] = (peer_follower){.broker = l->broker_id, .connected = l->state == LINK_READY, .held = l->held};
+  return n;
+}
+
 cJSON *peer_followers_json(const shard *s) {
   cJSON *arr = cJSON_CreateArray();
   for (peer_link *l = s->links; l; l = l->next) {

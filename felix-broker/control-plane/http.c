@@ -122,6 +122,20 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, const cp_reply *rep)
   return ret;
 }
 
+/* GET /metrics needs no token (like a broker's): Prometheus scrapes it. */
+static enum MHD_Result send_metrics(cp_state *cp, struct MHD_Connection *c) {
+  pthread_mutex_lock(&cp->mu);
+  cp_state_tick(cp, felix_monotonic_ms());
+  char *text = cp_metrics_text(cp);
+  pthread_mutex_unlock(&cp->mu);
+  if (!text) return MHD_NO;
+  struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+  enum MHD_Result ret = MHD_queue_response(c, 200, r);
+  MHD_destroy_response(r);
+  return ret;
+}
+
 static bool upload_append(upload *u, const char *data, size_t n) {
   if (u->too_large || u->len + n > CP_MAX_BODY) {
     u->too_large = 1;
@@ -158,6 +172,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     *data_size = 0;
     return MHD_YES;
   }
+  if (!strcmp(url, "/metrics") && !strcmp(method, "GET")) return send_metrics(srv->cp, c);
   cp_reply rep = {0};
   if (u->too_large) {
     cp_reply_error(&rep, 413, "send at most 1 MiB", "request body larger than %d bytes", CP_MAX_BODY);

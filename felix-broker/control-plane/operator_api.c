@@ -90,9 +90,7 @@ static bool slot_caught_up(const cp_shard_row *sh, const cp_slot_row *s) {
   return s->copy_id[0] && !s->stranger && s->confirmed >= sh->max_hwm;
 }
 
-/* How many of the shard's replicas are caught up, and the largest lag (in
- * records below max_hwm) of any of them. */
-static int caught_up_replicas(const cp_shard_row *sh, uint64_t *max_lag) {
+int cp_caught_up_replicas(const cp_shard_row *sh, uint64_t *max_lag) {
   int n = 0;
   *max_lag = 0;
   for (int i = 0; i < sh->nslots; i++) {
@@ -139,7 +137,7 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   cJSON_AddBoolToObject(o, "waiting_for_inventories", sh->generation > 0 && cp_shard_waiting(cp, sh));
   cJSON_AddNumberToObject(o, "seen_generation", (double)sh->seen_generation);
   uint64_t lag;
-  int caught = caught_up_replicas(sh, &lag);
+  int caught = cp_caught_up_replicas(sh, &lag);
   cJSON_AddNumberToObject(o, "caught_up_replicas", caught);
   cJSON_AddNumberToObject(o, "max_lag_records", (double)lag);
   cJSON_AddBoolToObject(o, "under_replicated", caught < sh->nslots);
@@ -179,7 +177,7 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
       active += !strcmp(sh[i].state, "Active");
       fencing += !strcmp(sh[i].state, "Fencing");
       stuck += !strcmp(sh[i].state, "NoCaughtUpReplica");
-      under += caught_up_replicas(&sh[i], &lag) < sh[i].nslots;
+      under += cp_caught_up_replicas(&sh[i], &lag) < sh[i].nslots;
     }
     cJSON *b = cJSON_AddObjectToObject(o, "brokers");
     cJSON_AddNumberToObject(b, "total", (double)nb);

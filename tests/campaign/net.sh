@@ -150,7 +150,7 @@ net_delay() {
   ip netns exec "$(net_ns "$id" "$node")" "$bin" 0 "$ms" "$jit" "$pct" "$seed" >"$log" 2>&1 </dev/null &
   local k pid=$!
   echo "$pid" >"$pidf"
-  for k in $(seq 1 50); do # bound to its queue within 5 s
+  for k in $(seq 1 150); do # bound to its queue within 15 s (5 s was too few on a loaded 2-core machine)
     grep -q '^delayer: queue' "$log" 2>/dev/null && break
     net_alive "$pid" || break # exited (a zombie until its shell reaps it counts as exited)
     sleep 0.1
