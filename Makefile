@@ -20,7 +20,7 @@ BROKER_HDR = felix-broker/programs.h $(foreach d,$(BROKER_DIRS),$(wildcard felix
 CTL_SRC  = $(wildcard felixctl/*.c)
 # The control plane, as the unit tests link it.
 CP_TESTABLE = $(wildcard felix-broker/control-plane/*.c)
-NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3
+NETLIBS  = -luv -lmicrohttpd -lcurl -lcjson -lsqlite3 -lsystemd # libsystemd: sd_notify readiness only
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(patsubst tests/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRC))
 
@@ -164,13 +164,22 @@ $(BUILD)/bench/broker_bench: bench/broker_bench.c $(BUILD)/libfelix.a
 	@mkdir -p $(@D)
 	$(CC) $(WARN) $(CFLAGS) $(CPPFLAGS) $< $(BUILD)/libfelix.a $(LDLIBS) -o $@
 
+# felix-broker is a daemon: sbin/ (its page is section 8); felixctl and
+# felix-inspect are user commands: bin/. The systemd units get the sbin path.
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 install: release
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 	  $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8 \
 	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
-	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/felix
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d $(DESTDIR)$(PREFIX)/share/felix $(DESTDIR)$(SYSTEMD_UNITDIR)
 	install -m 755 docs/examples/felix-backup.sh $(DESTDIR)$(PREFIX)/share/felix/
-	install -m 755 $(BUILD)/release/felix-inspect $(BUILD)/release/felix-broker $(BUILD)/release/felixctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 packaging/systemd/broker.env.example packaging/systemd/control-plane.env.example $(DESTDIR)$(PREFIX)/share/felix/
+	install -m 755 $(BUILD)/release/felix-inspect $(BUILD)/release/felixctl $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BUILD)/release/felix-broker $(DESTDIR)$(PREFIX)/sbin/
+	for u in felix-broker@.service felix-control-plane.service; do \
+	  sed 's|@SBINDIR@|$(PREFIX)/sbin|g' packaging/systemd/$$u.in >$(DESTDIR)$(SYSTEMD_UNITDIR)/$$u && \
+	  chmod 644 $(DESTDIR)$(SYSTEMD_UNITDIR)/$$u || exit 1; \
+	done
 	install -m 644 man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 man/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/

@@ -8,6 +8,7 @@
  * only when nothing was appended after the flush began). Each step is entered
  * once; the timers bound the hand-off (half the drain timeout) and the whole
  * drain (exit 1 without state=stopped). */
+#include <systemd/sd-daemon.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,7 @@ void broker_begin_drain(broker *b, const char *why) {
   b->ready = false;
   pthread_mutex_unlock(&b->stats_mu);
   felix_log_event("info", "draining", "reason", why, NULL);
+  sd_notifyf(0, "STOPPING=1\nSTATUS=draining (%s): handing off led shards, then a final sync", why);
   uv_timer_init(b->loop, &drain_timer);
   drain_timer.data = b;
   uv_timer_start(&drain_timer, on_drain_timeout, b->cfg.drain_timeout_ms, 0);

@@ -5,6 +5,7 @@
  * then storage (recovery, identity, run-state, boot token), then
  * registration; the data port opens only once the control plane has answered,
  * so no data is served before the id on disk is final and registered. */
+#include <systemd/sd-daemon.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -204,6 +205,8 @@ void broker_on_cp_async(uv_async_t *h) {
     pthread_mutex_lock(&b->stats_mu);
     b->ready = true;
     pthread_mutex_unlock(&b->stats_mu);
+    /* Type=notify (packaging/felix-broker@.service): started once serving, as /ready says */
+    sd_notifyf(0, "READY=1\nSTATUS=serving the data protocol on %s as %s", b->cfg.listen, b->cfg.id);
   }
 }
 
@@ -261,7 +264,9 @@ int broker_main(int argc, char **argv) {
   rc = broker_lock_data_dir(b);
   if (!rc && broker_http_start(b) != 0) rc = FELIX_EXIT_FAILURE;
   if (!rc && broker_net_reserve(b) != 0) rc = FELIX_EXIT_FAILURE;
+  if (!rc) sd_notifyf(0, "STATUS=recovering the data directory %s", b->cfg.data_dir);
   if (!rc) rc = broker_start_storage(b);
+  if (!rc) sd_notifyf(0, "STATUS=registering with the control plane at %s", b->cfg.control_plane);
   if (!rc) rc = run_loop(b);
   broker_http_stop(b);
   if (b->listen_fd >= 0) close(b->listen_fd); /* taken at start, never handed to libuv */

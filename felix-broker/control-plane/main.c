@@ -6,6 +6,7 @@
  * <db>.lock, which records the holder's pid); nothing is served before the
  * store is open and migrated; SIGTERM/SIGINT stop the HTTP server first, then
  * close the database, then exit 0. */
+#include <systemd/sd-daemon.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -189,7 +190,9 @@ static int serve(const cp_args *a, const cp_tokens *tokens) {
   snprintf(schema, sizeof schema, "%d", cp_store_schema_version(cp.store));
   felix_log_event("info", "control plane serving", "version", FELIX_VERSION, "listen", a->listen, "db", a->db, "instance_id", cp.instance_id,
          "lease_ms", lease, "schema_version", schema, NULL);
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %s, instance %s", a->listen, cp.instance_id);
   run_loop(&cp);
+  sd_notify(0, "STOPPING=1");
   felix_log_event("info", "stopping", "signal", stop_signal == SIGINT ? "SIGINT" : "SIGTERM", NULL);
   cp_http_stop(srv); /* waits for requests in flight: none touches the store after this */
   cp_state_close(&cp);

@@ -88,3 +88,30 @@ start_service() { # SERVICE
   grep -q '^ENTRYPOINT \["felix-broker"\]' "$REPO_ROOT/Dockerfile"
   grep -q 'make install' "$REPO_ROOT/Dockerfile" # the release build (-DNDEBUG)
 }
+
+@test "the Dockerfile's build stage holds every file make install reads (its COPY lines) and the -dev package of every library linked; its final stage the runtime package of each" {
+  # the build stage's tree, as its COPY lines make it, and its make install
+  local W=$BATS_TEST_TMPDIR/w # this file's setup is cluster_init's, not helpers'
+  mkdir -p "$W/ctx"
+  while read -r src dst; do
+    mkdir -p "$W/ctx/$(dirname "$dst")"
+    cp -r "$REPO_ROOT/$src" "$W/ctx/$dst"
+  done < <(sed -n '/^FROM .* AS build/,/^FROM /s/^COPY \([^ ]*\) \([^ ]*\)$/\1 \2/p' "$REPO_ROOT/Dockerfile" | grep -v -- '--from')
+  make -C "$W/ctx" -j2 install PREFIX="$W/opt" >"$W/install.log" 2>&1 || fail "make install in the COPYed tree failed: $(tail -5 "$W/install.log")"
+  build=$(sed -n '/^FROM .* AS build/,/^FROM /p' "$REPO_ROOT/Dockerfile")
+  final=$(sed -n '/^FROM debian:[a-z-]*$/,$p' "$REPO_ROOT/Dockerfile")
+  # what apt brings with them (libncurses6 brings libtinfo6)
+  final_deps=$(for p in $(grep -oE '\blib[a-z0-9.+-]+' <<<"$final" | sort -u); do dpkg-query -W -f='${Depends} ' "$p" 2>/dev/null; done)
+  # every library a program links directly: its package at run time, its -dev package at build time
+  for prog in "$W/opt/sbin/felix-broker" "$W/opt/bin/felixctl" "$W/opt/bin/felix-inspect"; do
+    for lib in $(objdump -p "$prog" | awk '$1 == "NEEDED" {print $2}'); do
+      case $lib in libc.so.* | libm.so.* | ld-linux*) continue ;; esac
+      path=$(ldd "$prog" | awk -v l="$lib" '$1 == l {print $3}')
+      pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -1 | cut -d: -f1)
+      [ -n "$pkg" ] || pkg=$(dpkg -S "$path" | head -1 | cut -d: -f1)
+      grep -qw -- "$pkg" <<<"$final$final_deps" || fail "${prog##*/} needs $lib ($pkg), which the final stage does not install"
+      dev=$(dpkg -S "/usr/lib/x86_64-linux-gnu/${lib%%.so*}.so" 2>/dev/null | head -1 | cut -d: -f1)
+      [ -z "$dev" ] || grep -qw -- "$dev" <<<"$build" || fail "${prog##*/} links $lib ($dev), which the build stage does not install"
+    done
+  done
+}
