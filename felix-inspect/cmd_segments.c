@@ -12,6 +12,7 @@
 #include "felix/fileutil.h"
 #include "felix/log.h"
 #include "felix/survey.h"
+#include "felix/jsonnum.h"
 #include "inspect.h"
 
 /* Prints problems to stderr (human) and returns the exit code they imply. */
@@ -79,9 +80,9 @@ static void dump_record(void *ctx, uint64_t offset, uint64_t ts, uint64_t positi
   d->printed++;
   if (o->json) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "offset", (double)offset);
-    cJSON_AddNumberToObject(j, "timestamp_micros", (double)ts);
-    cJSON_AddNumberToObject(j, "position", (double)position);
+    felix_json_add_u64(j, "offset", offset);
+    felix_json_add_time(j, "timestamp", (int64_t)ts);
+    felix_json_add_u64(j, "position", position);
     cJSON_AddNumberToObject(j, "payload_len", len);
     char *b64 = malloc(4 * ((len + 2) / 3) + 1);
     if (b64) {

@@ -29,8 +29,8 @@ static void print_copies(const cJSON *copies) {
 }
 
 void ctl_print_events(const cJSON *events) {
-  static const char *const head[] = {"ID", "TS", "KIND", "STREAM", "SHARD", "GENERATION", "BROKER", "MESSAGE"};
-  static const char *const keys[] = {"id", "ts", "kind", "stream", "shard", "generation", "broker", "message"};
+  static const char *const head[] = {"ID", "OCCURRED_AT", "KIND", "STREAM", "SHARD", "GENERATION", "BROKER", "MESSAGE"};
+  static const char *const keys[] = {"event_id", "occurred_at", "kind", "stream", "shard", "generation", "broker", "message"};
   ctl_print_rows(events, head, keys, (int)(sizeof head / sizeof head[0]));
 }
 

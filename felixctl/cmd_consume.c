@@ -3,7 +3,7 @@
  *
  * Table mode writes each payload's bytes exactly as stored followed by '\n',
  * so `produce` then `consume` round-trips text line for line. -o json writes
- * one object per line: offset, timestamp_micros, payload_b64.
+ * one object per line: offset, timestamp (RFC 3339, microseconds), payload_b64.
  *
  * Without --follow the end is the HWM the first fetch reports: records
  * committed after the call started are not waited for, so the command
@@ -21,6 +21,7 @@
 #include "felix/survey.h"
 #include "felix/wire.h"
 #include "felix/lease.h" /* felix_monotonic_ms */
+#include "felix/jsonnum.h"
 #include "felixctl.h"
 
 #define FETCH_RECORDS 1000
@@ -57,8 +58,9 @@ static bool print_record(const ctl_opts *o, const felix_wire_record *r, char **b
     *b64cap = need;
   }
   felix_base64_encode(r->payload, r->len, *b64);
-  printf("{\"offset\":%" PRIu64 ",\"timestamp_micros\":%" PRIu64 ",\"payload_b64\":\"%s\"}\n", r->offset,
-         r->timestamp_micros, *b64);
+  char ts[FELIX_RFC3339_US_LEN];
+  felix_format_rfc3339_us(ts, (int64_t)r->timestamp_micros);
+  printf("{\"offset\":%" PRIu64 ",\"timestamp\":\"%s\",\"payload_b64\":\"%s\"}\n", r->offset, ts, *b64);
   return true;
 }
 

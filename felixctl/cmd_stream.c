@@ -40,12 +40,12 @@ static void print_shard_states(const cJSON *shards) {
 /* The describe view; also what create prints. */
 static void print_stream(const cJSON *st) {
   static const char *const labels[] = {"Name", "UUID", "Shards", "Replicas", "Acks", "Created at"};
-  static const char *const keys[] = {"name", "uuid", "shards", "replicas", "acks", "created_at"};
+  static const char *const keys[] = {"name", "uuid", "shard_count", "replication_factor", "acks", "created_at"};
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     char buf[64];
     ctl_kv(labels[i], ctl_field(st, keys[i], buf));
   }
-  const cJSON *shards = cJSON_GetObjectItemCaseSensitive(st, "shard_states");
+  const cJSON *shards = cJSON_GetObjectItemCaseSensitive(st, "shards");
   if (!cJSON_IsArray(shards)) return;
   printf("\n");
   print_shard_states(shards);
@@ -74,8 +74,8 @@ static int post_stream(const ctl_opts *o, const char *path, cJSON *req, const ch
 static int stream_create(const ctl_opts *o) {
   cJSON *req = cJSON_CreateObject();
   cJSON_AddStringToObject(req, "name", o->args[0]);
-  cJSON_AddNumberToObject(req, "shards", o->shards);
-  cJSON_AddNumberToObject(req, "replicas", o->replicas);
+  cJSON_AddNumberToObject(req, "shard_count", o->shards);
+  cJSON_AddNumberToObject(req, "replication_factor", o->replicas);
   if (o->acks) cJSON_AddStringToObject(req, "acks", o->acks);
   return post_stream(o, "/v1/streams", req, NULL);
 }
@@ -89,7 +89,7 @@ static int stream_list(const ctl_opts *o) {
     return ctl_reply_free(&r), FELIX_EXIT_OK;
   }
   static const char *const head[] = {"NAME", "SHARDS", "REPLICAS", "ACKS", "CREATED_AT", "UUID"};
-  static const char *const keys[] = {"name", "shards", "replicas", "acks", "created_at", "uuid"};
+  static const char *const keys[] = {"name", "shard_count", "replication_factor", "acks", "created_at", "uuid"};
   ctl_print_rows(r.json, head, keys, (int)(sizeof head / sizeof head[0]));
   ctl_reply_free(&r);
   return FELIX_EXIT_OK;
@@ -115,7 +115,7 @@ static int confirm_delete(const ctl_opts *o, const char *path) {
   if (rc) return rc;
   char buf[64];
   fprintf(stderr, "Delete stream %s (%s shards) and every copy of its records on every broker? [y/N] ", o->args[0],
-          ctl_field(r.json, "shards", buf));
+          ctl_field(r.json, "shard_count", buf));
   ctl_reply_free(&r);
   char answer[16] = "";
   if (!fgets(answer, sizeof answer, stdin)) fputc('\n', stderr);
@@ -194,7 +194,7 @@ const ctl_command ctl_cmd_stream_describe = {
     .summary = "one stream and each shard's state",
     .help = "\n"
             "Exits 3 when there is no such stream. With -o json, prints the control\n"
-            "plane's object: the fields of stream list plus shard_states, an array of\n"
+            "plane's object: the fields of stream list plus shards, an array of\n"
             "the objects shard describe prints.\n",
     .run = stream_describe,
 };

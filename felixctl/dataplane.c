@@ -22,7 +22,7 @@ int ctl_stream_shard_count(const ctl_opts *o, const char *stream, uint32_t *n) {
   ctl_reply r;
   int rc = ctl_http(o, "GET", path, NULL, &r);
   if (rc) return rc;
-  const cJSON *shards = cJSON_GetObjectItemCaseSensitive(r.json, "shards");
+  const cJSON *shards = cJSON_GetObjectItemCaseSensitive(r.json, "shard_count");
   bool ok = cJSON_IsNumber(shards) && shards->valuedouble >= 1 && shards->valuedouble <= UINT32_MAX;
   if (ok) *n = (uint32_t)shards->valuedouble;
   ctl_reply_free(&r);

@@ -106,13 +106,13 @@ size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **ou
 /* --- lines ------------------------------------------------------------------ */
 
 void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t cap, int width) {
-  const cJSON *b = get(s->cluster, "brokers"), *sh = get(s->cluster, "shards");
+  const cJSON *c = s->cluster;
   char line[512];
   const char *cp = strstr(o->control_plane, "://");
   snprintf(line, sizeof line, "top %s  brokers %.0f/%.0f  shards %.0f: NoCaughtUpReplica %.0f  Fencing %.0f%s",
-           cp ? cp + 3 : o->control_plane, num(b, "alive"), num(b, "total"), num(sh, "total"),
-           num(sh, "NoCaughtUpReplica"), num(sh, "Fencing"),
-           cJSON_IsTrue(get(s->cluster, "waiting_for_inventories")) ? "  waiting for inventories" : "");
+           cp ? cp + 3 : o->control_plane, num(c, "brokers_alive"), num(c, "brokers_total"), num(c, "shards_total"),
+           num(c, "shards_no_caught_up_replica"), num(c, "shards_fencing"),
+           cJSON_IsTrue(get(c, "start_up_wait_open")) ? "  waiting for inventories" : "");
   fit(out, cap, width, line);
 }
 
@@ -162,7 +162,7 @@ void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
 
 void top_event_line(const cJSON *e, char *out, size_t cap, int width) {
   char line[1024];
-  const char *ts = str(e, "ts"); /* the time of day is enough on a live view; messages name their shard */
+  const char *ts = str(e, "occurred_at"); /* the time of day is enough on a live view; messages name their shard */
   snprintf(line, sizeof line, "%.8s %s", strlen(ts) >= 19 ? ts + 11 : ts, str(e, "message"));
   fit(out, cap, width, line);
 }

@@ -7,6 +7,7 @@
 
 #include "abandon.h"
 #include "api.h"
+#include "felix/jsonnum.h"
 #include "json.h"
 
 static cJSON *result_json(const char *stream, int shard, const cp_abandon_result *r, bool dry_run) {
@@ -14,9 +15,9 @@ static cJSON *result_json(const char *stream, int shard, const cp_abandon_result
   cJSON_AddStringToObject(o, "stream", stream);
   cJSON_AddNumberToObject(o, "shard", shard);
   cJSON_AddBoolToObject(o, "dry_run", dry_run);
-  cJSON_AddNumberToObject(o, "generation", (double)r->generation);
-  cJSON_AddNumberToObject(o, "max_hwm", (double)r->max_hwm);
-  cJSON_AddNumberToObject(o, "records_at_risk", (double)r->at_risk);
+  felix_json_add_i64(o, "generation", r->generation);
+  felix_json_add_i64(o, "max_hwm", r->max_hwm);
+  felix_json_add_i64(o, "records_at_risk", r->at_risk);
   cJSON_AddStringToObject(o, "digest", r->digest);
   const cp_abandon_copy *c = &r->copies[r->chosen];
   cJSON *ch = cJSON_AddObjectToObject(o, "chosen");
@@ -31,9 +32,9 @@ static cJSON *result_json(const char *stream, int shard, const cp_abandon_result
     cJSON_AddStringToObject(x, "broker", r->copies[i].broker);
     cJSON_AddStringToObject(x, "copy_id", r->copies[i].copy_id);
     cJSON_AddBoolToObject(x, "live", r->copies[i].live);
-    cJSON_AddNumberToObject(x, "last_generation", (double)r->copies[i].last_generation);
-    cJSON_AddNumberToObject(x, "log_end", (double)r->copies[i].log_end);
-    cJSON_AddNumberToObject(x, "keeps", (double)r->copies[i].kept);
+    felix_json_add_i64(x, "last_generation", r->copies[i].last_generation);
+    felix_json_add_i64(x, "log_end", r->copies[i].log_end);
+    felix_json_add_i64(x, "keeps", r->copies[i].kept);
     cJSON_AddItemToArray(cs, x);
   }
   /* §4.8: the replicas a shard still waits for; acting then needs above_generation. */

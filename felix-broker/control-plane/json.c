@@ -48,7 +48,11 @@ bool cpj_int(const cJSON *o, const char *field, bool required, int64_t min, int6
   }
   double d = v->valuedouble;
   /* No libm: range first, then the cast round-trip tells an integer. */
-  if (!cJSON_IsNumber(v) || d > 9007199254740992.0 || d < -9007199254740992.0 || d != (double)(int64_t)d) {
+  if (cJSON_IsNumber(v) && (d >= 9007199254740992.0 || d <= -9007199254740992.0)) {
+    snprintf(why, cap, "field %s is 2^53 or beyond, more than a JSON number here carries exactly", field);
+    return false;
+  }
+  if (!cJSON_IsNumber(v) || d != (double)(int64_t)d) {
     snprintf(why, cap, "field %s must be an integer", field);
     return false;
   }

@@ -9,6 +9,7 @@
 
 #include "adopt.h"
 #include "api.h"
+#include "felix/jsonnum.h"
 #include "json.h"
 #include "felix/fileutil.h"
 
@@ -23,11 +24,9 @@ static void db_error(cp_reply *rep, const felix_err *err) {
   cp_reply_error(rep, 500, "see the control plane's log", "database error: %s", err->msg);
 }
 
-static void add_time(cJSON *o, const char *k, int64_t unix_s) {
-  char ts[32];
-  felix_format_rfc3339(ts, unix_s);
-  cJSON_AddStringToObject(o, k, ts);
-}
+/* The store keeps these times to the second: RFC 3339 with microseconds
+ * (.000000), the one form of every time in the JSON (docs/json/). */
+static void add_time(cJSON *o, const char *k, int64_t unix_s) { felix_json_add_time(o, k, unix_s * 1000000); }
 
 static void add_str_or_null(cJSON *o, const char *k, const char *v) {
   if (v && *v) cJSON_AddStringToObject(o, k, v);
@@ -62,8 +61,8 @@ static cJSON *stream_json(const cp_stream_row *s) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "name", s->name);
   cJSON_AddStringToObject(o, "uuid", s->uuid);
-  cJSON_AddNumberToObject(o, "shards", s->shards);
-  cJSON_AddNumberToObject(o, "replicas", s->replicas);
+  cJSON_AddNumberToObject(o, "shard_count", s->shards);
+  cJSON_AddNumberToObject(o, "replication_factor", s->replicas); /* "replicas" is a shard's array of copies */
   cJSON_AddStringToObject(o, "acks", s->acks);
   add_time(o, "created_at", s->created_at);
   return o;
@@ -71,13 +70,13 @@ static cJSON *stream_json(const cp_stream_row *s) {
 
 static cJSON *event_json(const cp_event *e) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "id", (double)e->id);
-  add_time(o, "ts", e->ts);
+  felix_json_add_i64(o, "event_id", e->id); /* "id" is a broker's name */
+  add_time(o, "occurred_at", e->ts);
   cJSON_AddStringToObject(o, "kind", e->kind);
   add_str_or_null(o, "stream", e->stream);
   if (e->shard >= 0) cJSON_AddNumberToObject(o, "shard", e->shard);
   else cJSON_AddNullToObject(o, "shard");
-  if (e->generation >= 0) cJSON_AddNumberToObject(o, "generation", (double)e->generation);
+  if (e->generation >= 0) felix_json_add_i64(o, "generation", e->generation);
   else cJSON_AddNullToObject(o, "generation");
   add_str_or_null(o, "broker", e->broker);
   cJSON_AddStringToObject(o, "message", e->message);
@@ -110,12 +109,12 @@ static cJSON *replica_json(cp_state *cp, const cp_shard_row *sh, const cp_slot_r
   add_str_or_null(o, "registered_storage_id", b ? b->storage_id : NULL);
   add_str_or_null(o, "copy_id", s->copy_id);
   add_str_or_null(o, "incarnation", b ? b->incarnation : NULL);
-  cJSON_AddNumberToObject(o, "confirmed", (double)s->confirmed);
+  felix_json_add_i64(o, "confirmed", s->confirmed);
   cJSON_AddBoolToObject(o, "caught_up", slot_caught_up(sh, s));
   cJSON_AddBoolToObject(o, "stranger", s->stranger);
   cJSON_AddBoolToObject(o, "alive", cp_broker_alive(cp, s->broker));
   cJSON_AddBoolToObject(o, "refused", s->copy_id[0] && cp_copy_refused(cp, s->broker, sh->stream_uuid, sh->shard, s->copy_id));
-  cJSON_AddNumberToObject(o, "floor", (double)s->floor);
+  felix_json_add_i64(o, "floor", s->floor);
   return o;
 }
 
@@ -123,23 +122,23 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "stream", sh->stream);
   cJSON_AddNumberToObject(o, "shard", sh->shard);
-  cJSON_AddNumberToObject(o, "generation", (double)sh->generation);
+  felix_json_add_i64(o, "generation", sh->generation);
   cJSON_AddStringToObject(o, "state", sh->state);
   bool led = sh->generation > 0 && sh->leader[0];
   add_str_or_null(o, "leader", led ? sh->leader : NULL);
   const cp_broker_row *lb = led ? find_broker(bs, nb, sh->leader) : NULL;
   add_str_or_null(o, "leader_address", lb ? lb->address : NULL);
-  cJSON_AddNumberToObject(o, "hwm", (double)sh->hwm);
-  cJSON_AddNumberToObject(o, "max_hwm", (double)sh->max_hwm);
+  felix_json_add_i64(o, "hwm", sh->hwm);
+  felix_json_add_i64(o, "max_hwm", sh->max_hwm);
   cJSON_AddStringToObject(o, "detail", sh->detail);
   add_str_or_null(o, "leader_copy_id", led ? sh->leader_copy_id : NULL);
   add_str_or_null(o, "leader_incarnation", led ? sh->leader_incarnation : NULL);
   cJSON_AddBoolToObject(o, "waiting_for_inventories", sh->generation > 0 && cp_shard_waiting(cp, sh));
-  cJSON_AddNumberToObject(o, "seen_generation", (double)sh->seen_generation);
+  felix_json_add_i64(o, "seen_generation", sh->seen_generation);
   uint64_t lag;
   int caught = cp_caught_up_replicas(sh, &lag);
   cJSON_AddNumberToObject(o, "caught_up_replicas", caught);
-  cJSON_AddNumberToObject(o, "max_lag_records", (double)lag);
+  felix_json_add_u64(o, "max_lag_records", lag);
   cJSON_AddBoolToObject(o, "under_replicated", caught < sh->nslots);
   char who[FELIX_MAX_REPLICAS][CP_ID_MAX];
   int nwho = cp_shard_waiting_for(cp, sh, who);
@@ -179,18 +178,18 @@ static void get_cluster(cp_state *cp, cp_reply *rep) {
       stuck += !strcmp(sh[i].state, "NoCaughtUpReplica");
       under += cp_caught_up_replicas(&sh[i], &lag) < sh[i].nslots;
     }
-    cJSON *b = cJSON_AddObjectToObject(o, "brokers");
-    cJSON_AddNumberToObject(b, "total", (double)nb);
-    cJSON_AddNumberToObject(b, "alive", alive);
-    cJSON_AddNumberToObject(o, "streams", (double)ns);
-    cJSON *s = cJSON_AddObjectToObject(o, "shards");
-    cJSON_AddNumberToObject(s, "total", (double)nsh);
-    cJSON_AddNumberToObject(s, "Active", active);
-    cJSON_AddNumberToObject(s, "Fencing", fencing);
-    cJSON_AddNumberToObject(s, "NoCaughtUpReplica", stuck);
-    cJSON_AddNumberToObject(s, "waiting_for_inventories", waiting); /* §4.8: no decision for them yet */
-    cJSON_AddNumberToObject(s, "under_replicated", under); /* fewer caught-up copies than replicas */
-    cJSON_AddBoolToObject(o, "waiting_for_inventories", cp_waiting_for_inventories(cp));
+    /* Counts are flat <thing>_<property> numbers: "shards" is an array
+     * everywhere, and waiting_for_inventories a shard's boolean. */
+    cJSON_AddNumberToObject(o, "brokers_total", (double)nb);
+    cJSON_AddNumberToObject(o, "brokers_alive", alive);
+    cJSON_AddNumberToObject(o, "streams_total", (double)ns);
+    cJSON_AddNumberToObject(o, "shards_total", (double)nsh);
+    cJSON_AddNumberToObject(o, "shards_active", active);
+    cJSON_AddNumberToObject(o, "shards_fencing", fencing);
+    cJSON_AddNumberToObject(o, "shards_no_caught_up_replica", stuck);
+    cJSON_AddNumberToObject(o, "shards_waiting_for_inventories", waiting); /* §4.8: no decision for them yet */
+    cJSON_AddNumberToObject(o, "shards_under_replicated", under);           /* fewer caught-up copies than replicas */
+    cJSON_AddBoolToObject(o, "start_up_wait_open", cp_waiting_for_inventories(cp));
     cJSON_AddNumberToObject(o, "schema_version", cp_store_schema_version(cp->store));
     reply_json(rep, 200, o);
   }
@@ -225,7 +224,7 @@ static void add_copies(const char *id, const cp_shard_row *sh, size_t nsh, cJSON
       cJSON_AddStringToObject(c, "role", sh[k].generation == 0            ? "replica"
                                          : !strcmp(sh[k].leader, id) ? "leader"
                                                                      : "follower");
-      cJSON_AddNumberToObject(c, "generation", (double)sh[k].generation);
+      felix_json_add_i64(c, "generation", sh[k].generation);
       cJSON_AddItemToArray(a, c);
     }
 }
@@ -264,14 +263,14 @@ static bool valid_acks(const char *a) {
 
 static bool read_create(const cJSON *o, const char **name, int64_t *shards, int64_t *replicas, const char **acks,
                         char *why, size_t cap) {
-  if (!cpj_string(o, "name", true, 256, name, why, cap) || !cpj_int(o, "shards", true, 1, 1024, shards, why, cap) ||
-      !cpj_int(o, "replicas", false, INT32_MIN, INT32_MAX, replicas, why, cap) ||
+  if (!cpj_string(o, "name", true, 256, name, why, cap) || !cpj_int(o, "shard_count", true, 1, 1024, shards, why, cap) ||
+      !cpj_int(o, "replication_factor", false, INT32_MIN, INT32_MAX, replicas, why, cap) ||
       !cpj_string(o, "acks", false, 16, acks, why, cap))
     return false;
   if (!cp_valid_name(*name))
     snprintf(why, cap, "field name is '%.256s', must be 1-64 of A-Z a-z 0-9 . _ - not starting with . or -", *name);
   else if (*replicas < 1 || *replicas > 7 || *replicas % 2 == 0)
-    snprintf(why, cap, "field replicas is %" PRId64 ", must be odd, 1 to 7", *replicas);
+    snprintf(why, cap, "field replication_factor is %" PRId64 ", must be odd, 1 to 7", *replicas);
   else if (!valid_acks(*acks))
     snprintf(why, cap, "field acks is '%s', must be quorum, leader or all", *acks);
   else
@@ -315,7 +314,7 @@ static void get_streams(cp_state *cp, cp_reply *rep) {
   free(ss);
 }
 
-/* The stream object plus its shard_states. */
+/* The stream object plus its shards. */
 static void stream_reply(cp_state *cp, const cp_stream_row *s, int status, cp_reply *rep) {
   felix_err err;
   cp_shard_row *sh = NULL;
@@ -325,7 +324,7 @@ static void stream_reply(cp_state *cp, const cp_stream_row *s, int status, cp_re
     db_error(rep, &err);
   } else {
     cJSON *o = stream_json(s);
-    cJSON *a = cJSON_AddArrayToObject(o, "shard_states");
+    cJSON *a = cJSON_AddArrayToObject(o, "shards");
     for (size_t i = 0; i < nsh; i++) cJSON_AddItemToArray(a, shard_json(cp, &sh[i], bs, nb));
     reply_json(rep, status, o);
   }
@@ -343,8 +342,9 @@ static void one_stream(cp_state *cp, const cp_request *req, const char *name, cp
       return;
     }
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "deleted", s.name);
+    cJSON_AddStringToObject(o, "name", s.name);
     cJSON_AddStringToObject(o, "uuid", s.uuid);
+    cJSON_AddBoolToObject(o, "deleted", true);
     reply_json(rep, 200, o);
     return;
   }

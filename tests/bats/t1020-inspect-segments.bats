@@ -135,9 +135,9 @@ make_shard() { SHARD=$(mkdata d orders 0 50 --segment-bytes 512 "$@"); }
   run -0 inspect --json dump "$(seg "$SHARD" 0)"
   nrec=$(inspect --json segments "$SHARD" | jget 'j["segments"][0]["records"]')
   [ "${#lines[@]}" -eq "$nrec" ]
-  [ "$(jlines 'sorted(j)' <<<"${lines[1]}")" = '["offset", "payload_b64", "payload_len", "position", "timestamp_micros"]' ]
+  [ "$(jlines 'sorted(j)' <<<"${lines[1]}")" = '["offset", "payload_b64", "payload_len", "position", "timestamp"]' ]
   [ "$(jlines 'j["offset"]' <<<"$output" | tr '\n' ' ')" = "$(seq 0 $((nrec - 1)) | tr '\n' ' ')" ]
-  [ "$(jlines 'j["timestamp_micros"] > 1600000000000000' <<<"$output" | sort -u)" = true ]
+  [ "$(jlines 'j["timestamp"] > "2020-09-13T12:26:40.000000Z" and len(j["timestamp"]) == 27 and j["timestamp"][19] == "."' <<<"$output" | sort -u)" = true ]
 }
 
 @test "dump --json marks the marker record with generation_start and an empty payload" {

@@ -50,7 +50,7 @@ render() { groff -t -man -Tascii -P-cbou -rLL=2000n -rHY=0 "$1" 2>/dev/null; }
   text=$(render "$MAN_DIR/felix-inspect.1")
   for word in "EXIT STATUS" ENVIRONMENT EXAMPLES "SEE ALSO" FELIX_BOOT_ID_FILE FELIX_RUNTIME_DIR \
     felix-storage storage_id last_run fsync_mode boot_id current_boot_id next_start rotate reason \
-    offset timestamp_micros position payload_len payload_b64 ok problems file kind repairable; do
+    offset timestamp position payload_len payload_b64 ok problems file kind repairable; do
     grep -qF -- "$word" <<<"$text" || fail "felix-inspect.1 does not mention $word"
   done
   for code in 0 1 2 3 6; do

@@ -549,7 +549,7 @@ whole_rack_cut() {
     # synchronous=FULL: every committed control-plane transaction survives the
     # cut (the stream, the placement, the generation): this is a restart
     run -0 "$CTL" -o json cluster status
-    [ "$(echo "$output" | jget 'j["streams"]')" = 1 ] || fail "the control plane's state did not survive: $output"
+    [ "$(echo "$output" | jget 'j["streams_total"]')" = 1 ] || fail "the control plane's state did not survive: $output"
     [ "$(shard_generation r/0)" -ge "$g" ] || fail "generation $g forgotten: $(shard_generation r/0)"
   fi
   for n in 1 2 3; do rbroker_start "$n" "${FL[@]}"; done

@@ -127,10 +127,10 @@ abandon_as_shown() {
   wait_until 30 "$CTL" stream adopt late
   run -0 "$CTL" -o json stream describe late
   [ "$(echo "$output" | jget 'j["uuid"]')" = "$uuid" ]
-  [ "$(echo "$output" | jget 'j["replicas"]')" = 3 ]
-  [ "$(echo "$output" | jget 'j["shards"]')" = 2 ]
-  [ "$(echo "$output" | jget '[s["state"] for s in j["shard_states"]]')" = '["NoCaughtUpReplica", "NoCaughtUpReplica"]' ]
-  [ "$(echo "$output" | jget 'j["shard_states"][0]["seen_generation"]')" -ge 1 ]
+  [ "$(echo "$output" | jget 'j["replication_factor"]')" = 3 ]
+  [ "$(echo "$output" | jget 'j["shard_count"]')" = 2 ]
+  [ "$(echo "$output" | jget '[s["state"] for s in j["shards"]]')" = '["NoCaughtUpReplica", "NoCaughtUpReplica"]' ]
+  [ "$(echo "$output" | jget 'j["shards"][0]["seen_generation"]')" -ge 1 ]
   run -4 "$CTL" stream adopt late
   [[ $output == *"stream late exists"* ]]
   "$CTL" placement history late/0 | grep -q "adopted from its copies"

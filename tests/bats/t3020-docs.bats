@@ -99,7 +99,7 @@ setup() {
     "SHARD STATES" felix-broker "felix-inspect(1)" \
     id storage_id incarnation address alive fsync_mode \
     stream shard generation state leader hwm replicas broker registered_storage_id copy_id confirmed \
-    caught_up stranger offset timestamp_micros payload_b64 \
+    caught_up stranger offset timestamp payload_b64 \
     "stream create" "consume" "--follow" "shard describe" "placement history"; do
     grep -qF -- "$w" <<<"$text" || fail "felixctl.1 does not mention $w"
   done

@@ -177,7 +177,7 @@ class Felix(Cluster):
         if not self.wait("every broker alive", lambda: self.alive() == len(self.brokers), 40):
             return False
         for s in streams:
-            r = self.api.request("POST", "/v1/streams", {k: s[k] for k in ("name", "shards", "replicas", "acks")}, timeout=10)
+            r = self.api.request("POST", "/v1/streams", {"name": s["name"], "shard_count": s["shards"], "replication_factor": s["replicas"], "acks": s["acks"]}, timeout=10)
             if not r or "http_status" in r:
                 self.log("stream create %s failed: %s" % (s["name"], r))
                 return False

@@ -46,10 +46,10 @@ class Monitor(threading.Thread):
 
     def poll_events(self):
         for e in self.f.events():
-            if e["id"] in self.event_ids:
+            if e["event_id"] in self.event_ids:
                 continue
-            self.event_ids.add(e["id"])
-            t = calendar.timegm(time.strptime(e["ts"], "%Y-%m-%dT%H:%M:%SZ")) - self.wall0
+            self.event_ids.add(e["event_id"])
+            t = calendar.timegm(time.strptime(e["occurred_at"][:19], "%Y-%m-%dT%H:%M:%S")) - self.wall0
             self.events.append((round(t, 1), e["kind"], e.get("message", "")))
 
     def run(self):

@@ -105,9 +105,9 @@ static void refused_request_touches_nothing(void **s) {
   assert_int_equal(rep.status, 405);
   free(rep.body);
   rep = (cp_reply){0};
-  dispatch(&cp, "POST", "/v1/streams", "{\"name\":\"s\",\"shards\":\"x\"}", "Bearer admin-secret", &rep);
+  dispatch(&cp, "POST", "/v1/streams", "{\"name\":\"s\",\"shard_count\":\"x\"}", "Bearer admin-secret", &rep);
   assert_int_equal(rep.status, 400);
-  assert_non_null(strstr(rep.body, "field shards"));
+  assert_non_null(strstr(rep.body, "field shard_count"));
   free(rep.body);
   cp_state_close(&cp);
   free(db);

@@ -79,12 +79,12 @@ static void broker_event_and_header_lines(void **s) {
   assert_non_null(strstr(line, " NO "));
   assert_non_null(strstr(line, "412 ms"));
   cJSON_Delete(b);
-  cJSON *e = cJSON_Parse("{\"ts\":\"2026-11-29T21:00:02Z\",\"message\":\"generation 1 issued to b1\"}");
+  cJSON *e = cJSON_Parse("{\"occurred_at\":\"2026-11-29T21:00:02.000000Z\",\"message\":\"generation 1 issued to b1\"}");
   top_event_line(e, line, sizeof line, 80);
   assert_string_equal(line, "21:00:02 generation 1 issued to b1");
   cJSON_Delete(e);
-  top_snapshot snap = {.cluster = cJSON_Parse("{\"brokers\":{\"total\":3,\"alive\":2},\"shards\":{\"total\":4,"
-                                              "\"NoCaughtUpReplica\":1,\"Fencing\":1}}")};
+  top_snapshot snap = {.cluster = cJSON_Parse("{\"brokers_total\":3,\"brokers_alive\":2,\"shards_total\":4,"
+                                              "\"shards_no_caught_up_replica\":1,\"shards_fencing\":1}")};
   ctl_opts o = {.control_plane = "http://127.0.0.1:7070"};
   top_header_line(&o, &snap, line, sizeof line, 80);
   assert_string_equal(line, "top 127.0.0.1:7070  brokers 2/3  shards 4: NoCaughtUpReplica 1  Fencing 1");

@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# t3100 — one JSON vocabulary: every felixctl command's -o json answer, taken
+# from a real cluster, validates against its schema in docs/json/ (python3-
+# jsonschema), and across all of them keys are snake_case, a key name has
+# one type, and times are RFC 3339 with microseconds (tests/bats/json_vocab.py).
+
+load cluster
+
+SCHEMAS="$REPO_ROOT/docs/json"
+CHECK="$REPO_ROOT/tests/bats/json_vocab.py"
+
+setup_file() {
+  export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+}
+
+setup() {
+  cluster_init "$BATS_TEST_TMPDIR/c"
+  W=$BATS_TEST_TMPDIR/w
+  mkdir -p "$W/out"
+  export FELIX_CONFIG="$W/config"
+  python3 -c 'import jsonschema' || fail "python3-jsonschema is not installed (scripts/deps.sh)"
+}
+
+teardown() {
+  cluster_teardown
+  if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 30 "$C"/*.log >&3 2>/dev/null || true; fi
+}
+
+not_alive() { [ "$("$CTL" -o json broker list | jget "[b['alive'] for b in j if b['id'] == '$1'][0]")" = false ]; }
+
+# save NAME ARGS... — felixctl -o json ARGS into $W/out/NAME.json
+save() {
+  local name=$1
+  shift
+  "$CTL" -o json "$@" >"$W/out/$name.json" || fail "felixctl -o json $* exited $?"
+}
+
+@test "every command's JSON validates against docs/json/COMMAND.json; snake_case, one type per key, RFC 3339 µs times" {
+  cluster_up 3
+  save stream-create stream create s --shards 2 --replicas 3
+  wait_until 60 shard_is s/0 Active
+  wait_until 60 shard_is s/1 Active
+  seq 1 5 | "$CTL" -o json produce s --shard 0 >"$W/out/produce.jsonl"
+  "$CTL" -o json consume s --shard 0 >"$W/out/consume.jsonl"
+  save cluster-status cluster status
+  save broker-list broker list
+  save broker-describe broker describe b1
+  save stream-list stream list
+  save stream-describe stream describe s
+  save shard-list shard list
+  save shard-describe shard describe s/0
+  save placement-history placement history s/0
+  "$CTL" config set-context here --control-plane "$FELIX_CONTROL_PLANE" >/dev/null
+  save config-get-contexts config get-contexts
+  save version version
+  # a control plane that lost its database knows no stream: adopt brings s back
+  stop_process cp TERM
+  rm -f "$CP_DB" "$CP_DB-wal" "$CP_DB-shm" # its token files stay: the brokers keep theirs
+  cp_start
+  wait_until 60 brokers_alive 3
+  wait_until 60 bash -c "'$CTL' -o json stream adopt s >'$W/out/stream-adopt.json'"
+  # a stuck shard for the abandon: every copy of s/1 cut from under its brokers
+  stop_process b3 KILL
+  wait_until 30 not_alive b3
+  save stream-delete stream delete s --yes
+  run -0 "$CTL" stream create r --shards 1 --replicas 1
+  wait_until 60 shard_is r/0 Active
+  seq 1 3 | "$CTL" produce r >/dev/null
+  b=$("$CTL" -o json shard describe r/0 | jget 'j["leader"]')
+  stop_process "$b" KILL
+  rm -rf "${C:?}/$b"
+  broker_start "${b#b}"
+  wait_until 60 shard_is r/0 NoCaughtUpReplica
+  wait_until 30 bash -c "'$CTL' -o json placement abandon r/0 --dry-run >'$W/out/placement-abandon.json'"
+  run python3 "$CHECK" "$SCHEMAS" "$W/out"
+  [ "$status" -eq 0 ] || fail "$output"
+  # each schema but defs.json was used: a command and its schema never drift apart
+  for f in "$SCHEMAS"/*.json; do
+    n=${f##*/}
+    [ "$n" = defs.json ] || [ -e "$W/out/${n%.json}.json" ] || [ -e "$W/out/${n%.json}.jsonl" ] || fail "no answer checked against $n"
+  done
+}
+
+@test "the vocabulary check goes red: a capitalised key, a key with two types, a time without microseconds, a schema violation" {
+  mkdir -p "$W/bad"
+  echo '{"version": "0.1.0", "Active": 1}' >"$W/bad/version.json"
+  run -1 python3 "$CHECK" "$SCHEMAS" "$W/bad"
+  assert_output --partial "key 'Active' is not snake_case"
+  assert_output --partial "Additional properties are not allowed"
+  rm "$W/bad/version.json"
+  echo '{"offset": 1, "timestamp": "2026-12-06T03:47:12Z", "payload_b64": "eA=="}' >"$W/bad/consume.jsonl"
+  echo '{"stream": "s", "shard": 0, "count": "1", "first_offset": 1, "last_offset": 1}' >"$W/bad/produce.jsonl"
+  echo '[{"name": "s", "uuid": "u", "shard_count": 1, "replication_factor": 3, "acks": "quorum", "created_at": "2026-12-06T03:47:12.000000Z", "count": 2}]' >"$W/bad/stream-list.json"
+  run -1 python3 "$CHECK" "$SCHEMAS" "$W/bad"
+  assert_output --partial "timestamp = '2026-12-06T03:47:12Z' is not RFC 3339 with microseconds"
+  assert_output --partial "key 'count' has 2 types"
+  echo '{}' >"$W/bad/no-such-command.json"
+  run -1 python3 "$CHECK" "$SCHEMAS" "$W/bad"
+  assert_output --partial "no schema docs/json/no-such-command.json"
+}
