@@ -34,6 +34,7 @@ typedef struct top_view {
   int selected, scroll;
   const cJSON *order[TOP_MAX_SHARDS];
   size_t norder;
+  top_sort sort;
 } top_view;
 
 static volatile sig_atomic_t stop_requested;
@@ -53,6 +54,7 @@ static void refresh_data(top_view *v) {
   top_snapshot s;
   char err[1024];
   if (top_fetch(v->o, v->open[0] ? v->open : NULL, &s, err, sizeof err) == 0) {
+    top_add_rates(&s, v->have_snap ? &v->snap : NULL);
     top_snapshot_free(&v->snap);
     v->snap = s;
     v->have_snap = true;
@@ -60,7 +62,7 @@ static void refresh_data(top_view *v) {
   } else {
     snprintf(v->error, sizeof v->error, "%s", err);
   }
-  v->norder = v->have_snap ? top_shard_order(v->snap.shards, v->filter, v->order, TOP_MAX_SHARDS) : 0;
+  v->norder = v->have_snap ? top_shard_order(v->snap.shards, v->filter, v->sort, v->order, TOP_MAX_SHARDS) : 0;
   if (v->selected >= (int)v->norder) v->selected = v->norder ? (int)v->norder - 1 : 0;
 }
 
@@ -91,7 +93,7 @@ static int draw_brokers(const top_view *v, int y, int max_rows) {
   const cJSON *b;
   cJSON_ArrayForEach(b, v->snap.brokers) {
     if (rows == max_rows) break;
-    top_broker_line(b, line, sizeof line, COLS);
+    top_broker_line(b, v->snap.shards, line, sizeof line, COLS);
     put(y++, line, cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(b, "alive")) ? alert_attr(v) : A_NORMAL);
     rows++;
   }
@@ -159,6 +161,7 @@ static void draw_help(void) {
       "",
       "  q            quit (also Ctrl-C)",
       "  /            filter the shards (Enter applies, Esc cancels, empty clears)",
+      "  s            sort the shards: urgency, name, hwm, rate, lag (largest first)",
       "  Up Down j k  select a shard",
       "  Enter        open the selected shard: replicas, cursors, history",
       "  Esc Bksp     back to the cluster view",
@@ -175,8 +178,7 @@ static void draw_help(void) {
 static void draw_status(const top_view *v) {
   char line[512];
   if (v->editing_filter) snprintf(line, sizeof line, "filter: %s_", v->edit);
-  else snprintf(line, sizeof line, "q quit  / filter%s%s%s  arrows select  Enter open  Esc back  ? help", v->filter[0] ? " [" : "",
-                v->filter, v->filter[0] ? "]" : "");
+  else top_status_line(v->filter, v->sort, line, sizeof line, COLS);
   put(LINES - 1, line, A_REVERSE);
 }
 
@@ -215,7 +217,7 @@ static void filter_key(top_view *v, int ch) {
     snprintf(v->filter, sizeof v->filter, "%s", v->edit);
     v->editing_filter = false;
     v->selected = v->scroll = 0;
-    v->norder = top_shard_order(v->snap.shards, v->filter, v->order, TOP_MAX_SHARDS);
+    v->norder = top_shard_order(v->snap.shards, v->filter, v->sort, v->order, TOP_MAX_SHARDS);
   } else if ((ch == KEY_BACKSPACE || ch == 127 || ch == 8) && n > 0) v->edit[n - 1] = '\0';
   else if (ch >= 32 && ch < 127 && n + 1 < sizeof v->edit) v->edit[n] = (char)ch, v->edit[n + 1] = '\0';
 }
@@ -228,6 +230,11 @@ static bool key(top_view *v, int ch) {
   case 'q': case 'Q': return false;
   case '?': v->help = true; break;
   case '/': v->editing_filter = true, snprintf(v->edit, sizeof v->edit, "%s", v->filter); break;
+  case 's':
+    v->sort = (top_sort)((v->sort + 1) % TOP_SORT_N);
+    v->selected = v->scroll = 0;
+    v->norder = v->have_snap ? top_shard_order(v->snap.shards, v->filter, v->sort, v->order, TOP_MAX_SHARDS) : 0;
+    break;
   case KEY_UP: case 'k': if (v->selected > 0) v->selected--; break;
   case KEY_DOWN: case 'j': if (v->selected + 1 < (int)v->norder) v->selected++; break;
   case '\n': case KEY_ENTER:
@@ -310,12 +317,16 @@ const ctl_command ctl_cmd_top = {
     .help = "\n"
             "A full-screen view of the cluster, refreshed every second from the control\n"
             "plane: the brokers (id, storage id, incarnation, alive, fsync mode, lease\n"
-            "age), the shards (generation, leader, state, HWM) with each follower's\n"
+            "age, records per second of the shards it leads), the shards (generation,\n"
+            "leader, state, HWM, records per second from the HWM's change) with each follower's\n"
             "confirmed offset and lag, marked ! where the storage id the copy was\n"
             "measured under differs from its broker's registered one, and the latest\n"
             "events. NoCaughtUpReplica and Fencing shards come first and stand out.\n"
             "\n"
-            "Keys: q quit, / filter shards, arrows select, Enter open a shard (its\n"
+            "The header shows the time of the snapshot and the shards' order.\n"
+            "\n"
+            "Keys: q quit, / filter shards, s sort shards (urgency, name, hwm, rate,\n"
+            "lag: the largest first), arrows select, Enter open a shard (its\n"
             "replicas and history), Esc back, ? help. Ctrl-C quits too; the terminal\n"
             "is restored either way (exit 0). Works in 80x24 and without colours.\n"
             "When the control plane cannot be reached it says so and keeps retrying.\n"

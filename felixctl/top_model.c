@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
@@ -23,7 +24,9 @@ static const char *str(const cJSON *o, const char *k) {
 static void fit(char *out, size_t cap, int width, const char *line) {
   size_t w = width > 0 ? (size_t)width : 0;
   if (w >= cap) w = cap - 1;
-  snprintf(out, w + 1, "%s", line);
+  size_t n = strnlen(line, w); /* cut on purpose: memcpy, not a truncating snprintf */
+  memcpy(out, line, n);
+  out[n] = '\0';
 }
 
 /* --- fetching ------------------------------------------------------------- */
@@ -38,8 +41,16 @@ static int fetch_one(const ctl_opts *o, const char *path, cJSON **out) {
   return 0;
 }
 
+static double monotonic_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
 int top_fetch(const ctl_opts *o, const char *open_shard, top_snapshot *out, char *err, size_t cap) {
   memset(out, 0, sizeof *out);
+  out->fetched_ms = monotonic_ms();
+  out->fetched_at = (long)time(NULL);
   ctl_error_capture(err, cap);
   int rc = fetch_one(o, "/v1/cluster", &out->cluster);
   if (!rc) rc = fetch_one(o, "/v1/brokers", &out->brokers);
@@ -68,6 +79,28 @@ void top_snapshot_free(top_snapshot *s) {
 
 /* --- shards: order and filter ------------------------------------------------ */
 
+static const cJSON *find_shard(const cJSON *shards, const cJSON *like) {
+  const cJSON *s;
+  cJSON_ArrayForEach(s, shards) if (!strcmp(str(s, "stream"), str(like, "stream")) && num(s, "shard") == num(like, "shard")) return s;
+  return NULL;
+}
+
+void top_add_rates(top_snapshot *cur, const top_snapshot *prev) {
+  double dt = prev ? (cur->fetched_ms - prev->fetched_ms) / 1000.0 : 0;
+  cJSON *s;
+  cJSON_ArrayForEach(s, cur->shards) {
+    const cJSON *p = dt > 0 ? find_shard(prev->shards, s) : NULL;
+    if (!p) continue;
+    double d = num(s, "hwm") - num(p, "hwm"); /* a HWM lowered by an abandon is no negative rate */
+    cJSON_AddNumberToObject(s, "records_per_second", d > 0 ? d / dt : 0);
+  }
+}
+
+const char *top_sort_name(top_sort k) {
+  static const char *const names[TOP_SORT_N] = {"urgency", "name", "hwm", "rate", "lag"};
+  return k < TOP_SORT_N ? names[k] : "?";
+}
+
 int top_shard_urgency(const cJSON *shard) {
   const char *st = str(shard, "state");
   return !strcmp(st, "NoCaughtUpReplica") ? 0 : !strcmp(st, "Fencing") ? 1 : 2;
@@ -78,15 +111,26 @@ const char *top_shard_name(const cJSON *shard, char *buf, size_t cap) {
   return buf;
 }
 
+static int cmp_desc(double x, double y) { return (x < y) - (x > y); }
+
+static top_sort sort_key; /* qsort has no context argument */
+
 static int cmp_shards(const void *a, const void *b) {
   const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
-  int d = top_shard_urgency(x) - top_shard_urgency(y);
+  int d = 0;
+  switch (sort_key) {
+  case TOP_SORT_URGENCY: d = top_shard_urgency(x) - top_shard_urgency(y); break;
+  case TOP_SORT_HWM: d = cmp_desc(num(x, "hwm"), num(y, "hwm")); break;
+  case TOP_SORT_RATE: d = cmp_desc(num(x, "records_per_second"), num(y, "records_per_second")); break;
+  case TOP_SORT_LAG: d = cmp_desc(num(x, "max_lag_records"), num(y, "max_lag_records")); break;
+  default: break;
+  }
   if (d) return d;
   d = strcmp(str(x, "stream"), str(y, "stream"));
   return d ? d : (num(x, "shard") > num(y, "shard")) - (num(x, "shard") < num(y, "shard"));
 }
 
-size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **out, size_t cap) {
+size_t top_shard_order(const cJSON *shards, const char *filter, top_sort sort, const cJSON **out, size_t cap) {
   size_t n = 0;
   const cJSON *s;
   cJSON_ArrayForEach(s, shards) {
@@ -99,25 +143,37 @@ size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **ou
     }
     if (keep) out[n++] = s;
   }
+  sort_key = sort;
   qsort(out, n, sizeof *out, cmp_shards);
   return n;
 }
 
 /* --- lines ------------------------------------------------------------------ */
 
+void top_status_line(const char *filter, top_sort sort, char *out, size_t cap, int width) {
+  char line[512];
+  snprintf(line, sizeof line, "q quit  / filter%s%s%s  s sort: %s  arrows select  Enter open  Esc back  ? help",
+           filter[0] ? " [" : "", filter, filter[0] ? "]" : "", top_sort_name(sort));
+  fit(out, cap, width, line);
+}
+
 void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t cap, int width) {
   const cJSON *c = s->cluster;
-  char line[512];
+  char line[512], at[16] = "--:--:--";
   const char *cp = strstr(o->control_plane, "://");
-  snprintf(line, sizeof line, "top %s  brokers %.0f/%.0f  shards %.0f: NoCaughtUpReplica %.0f  Fencing %.0f%s",
-           cp ? cp + 3 : o->control_plane, num(c, "brokers_alive"), num(c, "brokers_total"), num(c, "shards_total"),
+  time_t t = (time_t)s->fetched_at;
+  struct tm tm;
+  if (t && localtime_r(&t, &tm)) strftime(at, sizeof at, "%H:%M:%S", &tm);
+  /* fits 80 columns with a local address; the status line names the order */
+  snprintf(line, sizeof line, "%s %s  brokers %.0f/%.0f  shards %.0f: NoCaughtUpReplica %.0f  Fencing %.0f%s",
+           cp ? cp + 3 : o->control_plane, at, num(c, "brokers_alive"), num(c, "brokers_total"), num(c, "shards_total"),
            num(c, "shards_no_caught_up_replica"), num(c, "shards_fencing"),
            cJSON_IsTrue(get(c, "start_up_wait_open")) ? "  waiting for inventories" : "");
   fit(out, cap, width, line);
 }
 
 void top_broker_heading(char *out, size_t cap, int width) {
-  fit(out, cap, width, "BROKER        STORAGE-ID  INCARNATION         ALIVE  FSYNC      LEASE-AGE");
+  fit(out, cap, width, "BROKER        STORAGE-ID  INCARNATION       ALIVE  FSYNC      LEASE-AGE  REC/S");
 }
 
 /* The last `n` characters of s: incarnations share their long prefix. */
@@ -126,17 +182,33 @@ static const char *tail(const char *s, size_t n) {
   return len > n ? s + len - n : s;
 }
 
-void top_broker_line(const cJSON *b, char *out, size_t cap, int width) {
-  char line[512], age[32];
+/* "12.5" records per second, "-" before a second snapshot gave a rate. */
+static const char *rate_text(bool known, double r, char buf[32]) {
+  if (!known) return "-";
+  snprintf(buf, 32, r >= 100 ? "%.0f" : "%.1f", r);
+  return buf;
+}
+
+void top_broker_line(const cJSON *b, const cJSON *shards, char *out, size_t cap, int width) {
+  char line[512], age[32], rate[32];
   if (cJSON_IsNumber(get(b, "lease_age_ms"))) snprintf(age, sizeof age, "%.0f ms", num(b, "lease_age_ms"));
   else snprintf(age, sizeof age, "-");
-  snprintf(line, sizeof line, "%-12.12s  %-10.10s  %-18s  %-5s  %-9s  %s", str(b, "id"), str(b, "storage_id"),
-           tail(str(b, "incarnation"), 18), cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age);
+  double sum = 0;
+  bool known = false;
+  const cJSON *s;
+  cJSON_ArrayForEach(s, shards) {
+    if (strcmp(str(s, "leader"), str(b, "id")) || !cJSON_IsNumber(get(s, "records_per_second"))) continue;
+    known = true;
+    sum += num(s, "records_per_second");
+  }
+  snprintf(line, sizeof line, "%-12.12s  %-10.10s  %-16s  %-5s  %-9s  %-9s  %5s", str(b, "id"), str(b, "storage_id"),
+           tail(str(b, "incarnation"), 16), cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age,
+           rate_text(known, sum, rate));
   fit(out, cap, width, line);
 }
 
 void top_shard_heading(char *out, size_t cap, int width) {
-  fit(out, cap, width, "SHARD            GEN  LEADER    STATE                HWM  FOLLOWERS conf/-lag");
+  fit(out, cap, width, "SHARD          GEN  LEADER  STATE                 HWM  REC/S FOLLOWERS conf/-lag");
 }
 
 /* Whether the copy was measured under a storage id its broker no longer has. */
@@ -146,10 +218,14 @@ static bool id_changed(const cJSON *r) {
 }
 
 void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
-  char name[300], line[1024];
+  char name[300], line[1024], rate[32];
   double hwm = num(s, "hwm");
-  int n = snprintf(line, sizeof line, "%-15.15s  %3.0f  %-8.8s  %-17s  %5.0f ", top_shard_name(s, name, sizeof name),
-                   num(s, "generation"), str(s, "leader"), str(s, "state"), hwm);
+  const cJSON *r_ps = get(s, "records_per_second");
+  /* HWM: 7 digits fit before the columns shift (10 million records); at 80
+   * columns two followers still show */
+  int n = snprintf(line, sizeof line, "%-14.14s %3.0f  %-6.6s  %-17s %7.0f %6s", top_shard_name(s, name, sizeof name),
+                   num(s, "generation"), str(s, "leader"), str(s, "state"), hwm,
+                   rate_text(cJSON_IsNumber(r_ps), r_ps ? r_ps->valuedouble : 0, rate));
   const cJSON *r;
   cJSON_ArrayForEach(r, get(s, "replicas")) {
     if (!strcmp(str(r, "broker"), str(s, "leader")) || n < 0 || (size_t)n >= sizeof line) continue;

@@ -18,17 +18,30 @@ typedef struct top_snapshot {
   cJSON *shards;  /* GET /v1/shards */
   cJSON *events;  /* GET /v1/events?limit=TOP_EVENTS */
   cJSON *history; /* GET /v1/shards/S/N/history of the open shard, or NULL */
+  double fetched_ms;  /* monotonic time of the fetch (rates) */
+  long fetched_at;    /* wall clock of the fetch, unix seconds (the header's time) */
 } top_snapshot;
+
+/* The shard orders of the `s` key: how urgent (NoCaughtUpReplica, Fencing,
+ * the rest), name, HWM, records per second, largest lag. */
+typedef enum top_sort { TOP_SORT_URGENCY, TOP_SORT_NAME, TOP_SORT_HWM, TOP_SORT_RATE, TOP_SORT_LAG, TOP_SORT_N } top_sort;
+const char *top_sort_name(top_sort k);
 
 /* Fetches a snapshot (and the history of `open_shard` "STREAM/N" when not
  * NULL). 0, or an exit code with the reason in err (nothing printed). */
 int top_fetch(const ctl_opts *o, const char *open_shard, top_snapshot *out, char *err, size_t cap);
 void top_snapshot_free(top_snapshot *s);
 
-/* The shards to show: NoCaughtUpReplica first, then Fencing, then the rest,
- * each by stream and shard; only those whose line contains `filter` (when
+/* Records per second of every shard of cur, from its HWM's change since
+ * prev (a snapshot taken earlier; NULL: no rate yet): each shard object gets
+ * "records_per_second" (a shard prev did not have gets none). */
+void top_add_rates(top_snapshot *cur, const top_snapshot *prev);
+
+/* The shards to show, in the order `sort` (ties by stream and shard; by
+ * urgency first NoCaughtUpReplica, then Fencing, then the rest; by HWM, rate
+ * and lag the largest first); only those whose line contains `filter` (when
  * not empty). Returns how many were put in out (at most cap). */
-size_t top_shard_order(const cJSON *shards, const char *filter, const cJSON **out, size_t cap);
+size_t top_shard_order(const cJSON *shards, const char *filter, top_sort sort, const cJSON **out, size_t cap);
 
 /* 0 for NoCaughtUpReplica, 1 for Fencing, 2 otherwise: how urgent a shard is. */
 int top_shard_urgency(const cJSON *shard);
@@ -36,9 +49,13 @@ int top_shard_urgency(const cJSON *shard);
 const char *top_shard_name(const cJSON *shard, char *buf, size_t cap);
 
 /* The lines of the view, each fitting `width` columns (cut, never wrapped). */
+/* The control plane, the snapshot's time of day, brokers and shards. */
 void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t cap, int width);
+/* The key line at the bottom, naming the shards' order. */
+void top_status_line(const char *filter, top_sort sort, char *out, size_t cap, int width);
 void top_broker_heading(char *out, size_t cap, int width);
-void top_broker_line(const cJSON *broker, char *out, size_t cap, int width);
+/* REC/S: the records per second of the shards it leads (shards: the snapshot's). */
+void top_broker_line(const cJSON *broker, const cJSON *shards, char *out, size_t cap, int width);
 void top_shard_heading(char *out, size_t cap, int width);
 /* Per follower: "BROKER CONFIRMED/-LAG" and a '!' when the storage id it was
  * measured under differs from its broker's registered one. */

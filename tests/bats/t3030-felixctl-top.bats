@@ -60,7 +60,7 @@ stuck_shard() {
 @test "top lists the NoCaughtUpReplica shard first; the filter, Enter, ? and q work in 80x24" {
   stuck_shard
   top_start
-  wait_until 20 pane_has "^top 127.0.0.1:[0-9]*  brokers 2/2  shards 2: NoCaughtUpReplica 1  Fencing 0$"
+  wait_until 20 pane_has "^127.0.0.1:[0-9]* [0-9][0-9]:[0-9][0-9]:[0-9][0-9]  brokers 2/2  shards 2: NoCaughtUpReplica 1  Fencing 0$"
   wait_until 20 pane_has "^$STUCK .*NoCaughtUpReplica"
   pane >/dev/null
   first=$(grep -nE '^r/[01] ' "$C/pane" | head -n 1)
@@ -68,6 +68,8 @@ stuck_shard() {
   grep -q '^BROKER  *STORAGE-ID  *INCARNATION  *ALIVE  *FSYNC  *LEASE-AGE' "$C/pane"
   grep -qE '^b1 +[0-9a-f]{10} .* yes +periodic +[0-9]+ ms' "$C/pane"
   grep -q '^EVENTS' "$C/pane"
+  grep -q '^SHARD  *GEN  *LEADER  *STATE  *HWM  *REC/S' "$C/pane"
+  grep -q 's sort: urgency' "$C/pane"
   [ "$(wc -l <"$C/pane")" -le 24 ] || fail "more than 24 lines"
   awk 'length > 80 { bad = 1 } END { exit bad }' "$C/pane" || fail "a line is wider than 80 columns"
   keys / "$OK" Enter
@@ -82,6 +84,18 @@ stuck_shard() {
   pane_has "HISTORY OF THE SHARD"
   keys Escape
   wait_until 10 pane_has "^SHARD  *GEN  *LEADER"
+  # records per second from the HWM's change: a trickle shows on its shard and its leader
+  (for i in $(seq 1 40); do echo "t$i" | "$CTL" produce r --shard "${OK#r/}" >/dev/null 2>&1; sleep 0.1; done) &
+  trickle=$!
+  wait_until 20 pane_has "^$OK .*Active  *[0-9][0-9]*  *[1-9]"
+  wait "$trickle"
+  # s sorts by name, then HWM (the largest first): the stuck shard is no longer first by name
+  keys s
+  wait_until 10 pane_has "s sort: name"
+  pane >/dev/null
+  [[ $(grep -E '^r/[01] ' "$C/pane" | head -n 1) == "r/0 "* ]] || fail "not by name: $(cat "$C/pane")"
+  keys s
+  wait_until 10 pane_has "s sort: hwm"
   keys '?'
   wait_until 10 pane_has "felixctl top: keys"
   keys x
@@ -115,7 +129,7 @@ stuck_shard() {
   keys C-c
   wait_until 10 top_exited
   [ "$(cat "$C/top.rc")" = 0 ]
-  pane_lacks "^top 127" # the terminal is back to the shell's screen
+  pane_lacks "brokers 0/0  shards 0" # the terminal is back to the shell's screen
 }
 
 @test "top without colours (TERM=vt100) still marks the stuck shard, with attributes instead of colours" {

@@ -33,7 +33,7 @@ static void stuck_and_fencing_shards_come_first(void **s) {
   cJSON *shards = cJSON_Parse(shards_json);
   const cJSON *order[8];
   char name[64];
-  assert_int_equal(top_shard_order(shards, "", order, 8), 4);
+  assert_int_equal(top_shard_order(shards, "", TOP_SORT_URGENCY, order, 8), 4);
   assert_string_equal(top_shard_name(order[0], name, sizeof name), "r/1");
   assert_string_equal(top_shard_name(order[1], name, sizeof name), "a/0");
   assert_string_equal(top_shard_name(order[2], name, sizeof name), "b/0");
@@ -41,10 +41,10 @@ static void stuck_and_fencing_shards_come_first(void **s) {
   assert_int_equal(top_shard_urgency(order[0]), 0);
   assert_int_equal(top_shard_urgency(order[1]), 1);
   /* the filter matches anywhere in the shard's line */
-  assert_int_equal(top_shard_order(shards, "b/0", order, 8), 1);
-  assert_int_equal(top_shard_order(shards, "Fencing", order, 8), 1);
-  assert_int_equal(top_shard_order(shards, "nothing", order, 8), 0);
-  assert_int_equal(top_shard_order(shards, "", order, 2), 2); /* bounded by cap */
+  assert_int_equal(top_shard_order(shards, "b/0", TOP_SORT_URGENCY, order, 8), 1);
+  assert_int_equal(top_shard_order(shards, "Fencing", TOP_SORT_URGENCY, order, 8), 1);
+  assert_int_equal(top_shard_order(shards, "nothing", TOP_SORT_URGENCY, order, 8), 0);
+  assert_int_equal(top_shard_order(shards, "", TOP_SORT_URGENCY, order, 2), 2); /* bounded by cap */
   cJSON_Delete(shards);
 }
 
@@ -72,7 +72,7 @@ static void broker_event_and_header_lines(void **s) {
   cJSON *b = cJSON_Parse("{\"id\":\"b1\",\"storage_id\":\"4f0c1a2b3c4d5e6f\",\"incarnation\":\"9e3f0000000000000000000000000000.7\","
                          "\"alive\":false,\"fsync_mode\":\"periodic\",\"lease_age_ms\":412}");
   char line[256];
-  top_broker_line(b, line, sizeof line, 80);
+  top_broker_line(b, NULL, line, sizeof line, 80);
   assert_non_null(strstr(line, "b1 "));
   assert_non_null(strstr(line, "4f0c1a2b3c "));
   assert_non_null(strstr(line, "00000000000000.7")); /* the end of the incarnation tells them apart */
@@ -86,9 +86,55 @@ static void broker_event_and_header_lines(void **s) {
   top_snapshot snap = {.cluster = cJSON_Parse("{\"brokers_total\":3,\"brokers_alive\":2,\"shards_total\":4,"
                                               "\"shards_no_caught_up_replica\":1,\"shards_fencing\":1}")};
   ctl_opts o = {.control_plane = "http://127.0.0.1:7070"};
+  top_header_line(&o, &snap, line, sizeof line, 80); /* no snapshot time: dashes */
+  assert_string_equal(line, "127.0.0.1:7070 --:--:--  brokers 2/3  shards 4: NoCaughtUpReplica 1  Fencing 1");
+  snap.fetched_at = 1796528832;
   top_header_line(&o, &snap, line, sizeof line, 80);
-  assert_string_equal(line, "top 127.0.0.1:7070  brokers 2/3  shards 4: NoCaughtUpReplica 1  Fencing 1");
+  assert_int_equal(strlen(line), strlen("127.0.0.1:7070 04:31:02  brokers 2/3  shards 4: NoCaughtUpReplica 1  Fencing 1"));
+  assert_true(line[17] == ':' && line[20] == ':'); /* the local time of day */
+  top_status_line("r/", TOP_SORT_LAG, line, sizeof line, 200);
+  assert_non_null(strstr(line, "/ filter [r/]  s sort: lag "));
   top_snapshot_free(&snap);
+}
+
+/* Rates come from the HWM's change between two snapshots; sort keys order by them. */
+static void rates_and_sort_keys(void **s) {
+  (void)s;
+  top_snapshot prev = {.shards = cJSON_Parse(shards_json), .fetched_ms = 1000};
+  top_snapshot cur = {.shards = cJSON_Parse(shards_json), .fetched_ms = 3000};
+  cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cur.shards, 0), "hwm"), 1234567); /* r/0: +1234552 in 2 s */
+  cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cur.shards, 3), "hwm"), 8);       /* b/0: +5 */
+  cJSON_SetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(cur.shards, 1), "hwm"), 2);       /* r/1 lowered: no negative */
+  top_add_rates(&cur, &prev);
+  double r0 = cJSON_GetObjectItem(cJSON_GetArrayItem(cur.shards, 0), "records_per_second")->valuedouble;
+  assert_true(r0 == 617276);
+  assert_true(cJSON_GetObjectItem(cJSON_GetArrayItem(cur.shards, 1), "records_per_second")->valuedouble == 0);
+  char line[256], name[64];
+  top_shard_line(cJSON_GetArrayItem(cur.shards, 0), line, sizeof line, 200);
+  assert_non_null(strstr(line, "Active            1234567 617276 b2 ")); /* 7-digit HWM in its column, then the rate */
+  top_shard_line(cJSON_GetArrayItem(prev.shards, 0), line, sizeof line, 200);
+  assert_true(strlen(line) <= 80); /* two followers still fit 80 columns */
+  top_shard_line(cJSON_GetArrayItem(cur.shards, 3), line, sizeof line, 200);
+  assert_non_null(strstr(line, "      8    2.5"));
+  top_shard_line(cJSON_GetArrayItem(prev.shards, 3), line, sizeof line, 200);
+  assert_non_null(strstr(line, "      3      -")); /* no rate before a second snapshot */
+  cJSON *b = cJSON_Parse("{\"id\":\"b3\",\"alive\":true}");
+  top_broker_line(b, cur.shards, line, sizeof line, 200); /* b3 leads b/0 only */
+  assert_non_null(strstr(line, "  2.5"));
+  cJSON_Delete(b);
+  const cJSON *order[8];
+  top_shard_order(cur.shards, "", TOP_SORT_RATE, order, 8);
+  assert_string_equal(top_shard_name(order[0], name, sizeof name), "r/0");
+  assert_string_equal(top_shard_name(order[1], name, sizeof name), "b/0");
+  top_shard_order(cur.shards, "", TOP_SORT_NAME, order, 8);
+  assert_string_equal(top_shard_name(order[0], name, sizeof name), "a/0");
+  assert_string_equal(top_shard_name(order[3], name, sizeof name), "r/1");
+  top_shard_order(cur.shards, "", TOP_SORT_HWM, order, 8);
+  assert_string_equal(top_shard_name(order[0], name, sizeof name), "r/0");
+  assert_string_equal(top_shard_name(order[3], name, sizeof name), "a/0");
+  assert_string_equal(top_sort_name(TOP_SORT_LAG), "lag");
+  top_snapshot_free(&prev);
+  top_snapshot_free(&cur);
 }
 
 static void a_failed_fetch_leaves_nothing_behind(void **s) {
@@ -106,6 +152,7 @@ int main(void) {
       cmocka_unit_test(stuck_and_fencing_shards_come_first),
       cmocka_unit_test(a_follower_line_shows_cursor_lag_and_a_changed_id),
       cmocka_unit_test(broker_event_and_header_lines),
+      cmocka_unit_test(rates_and_sort_keys),
       cmocka_unit_test(a_failed_fetch_leaves_nothing_behind),
   };
   return cmocka_run_group_tests_name("felixctl_top", tests, NULL, NULL);
