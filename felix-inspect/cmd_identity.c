@@ -79,7 +79,11 @@ felix_status inspect_next_start(const char *datadir, next_start *ns, felix_err *
   ns->last_run = felix_last_run_of(&ns->rs, ns->run_state_present);
   if (ns->have_storage_id && ns->boot_known) felix_boot_token_path(&ns->sid, ns->current_boot, ns->token_path, sizeof ns->token_path);
   ns->token_present = ns->token_path[0] && felix_boot_token_present(&ns->sid, ns->current_boot);
-  ns->running = ns->holder > 0 && ns->run_state_present && ns->rs.state == FELIX_RUN_RUNNING && ns->rs.pid == ns->holder;
+  /* The pid alone may be reused (a broker is pid 1 in every container): the
+   * run is this one only when it also ran on this boot. */
+  bool this_boot = !ns->boot_known || (ns->rs.has_boot_id && !strcmp(ns->rs.boot_id, ns->current_boot));
+  ns->running = ns->holder > 0 && ns->run_state_present && ns->rs.state == FELIX_RUN_RUNNING && ns->rs.pid == ns->holder &&
+                this_boot;
   decide(ns, ns->boot_known ? ns->current_boot : NULL, ns->token_present, ns->last_run, &ns->verdict);
   if (ns->running) decide_if_it_dies(ns);
   return FELIX_OK;

@@ -387,7 +387,7 @@ static void restore_command(const rp_args *a, char *out, size_t cap) {
 int rp_cmd_restore(rp_args *a) {
   rp_progress_state ps;
   rp_progress_init(&ps, "restore");
-  char command[512];
+  char command[8192]; /* whole: run-state's field cuts it, marked with "..." */
   restore_command(a, command, sizeof command);
   felix_rp_restore_opts o = {a->from, a->data_dir, selection(a), rp_progress, &ps, command};
   felix_rp_manifest m;

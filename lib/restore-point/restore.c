@@ -390,9 +390,11 @@ static felix_status open_data_dir(const char *data_dir, int *fd, felix_err *err)
 }
 
 /* run-state is one key=value per line: a control character becomes '?', and
- * a command longer than the field ends in "...". */
+ * a command longer than the field ends in "..." (cut between UTF-8
+ * characters, so the field stays valid UTF-8). */
 static void record_command(char *out, size_t cap, const char *command) {
   size_t n = strlen(command), keep = n < cap ? n : cap - 4;
+  while (keep < n && keep > 0 && ((unsigned char)command[keep] & 0xC0) == 0x80) keep--;
   for (size_t i = 0; i < keep; i++) out[i] = (unsigned char)command[i] < 0x20 || command[i] == 0x7f ? '?' : command[i];
   snprintf(out + keep, cap - keep, "%s", keep < n ? "..." : "");
 }

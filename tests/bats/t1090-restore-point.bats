@@ -293,6 +293,19 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   done
   [ "$(jget 'j["last_run"]' <<<"$output")" = restored ]
   [ "$(jget 'j["restored_by"]' <<<"$output")" = "felix-broker restore-point restore --from one --data-dir r" ]
+  # a command longer than the field is cut between UTF-8 characters, marked "..."
+  # (two paths one byte apart: one of them puts the cut inside a character)
+  e60=$(printf 'é%.0s' $(seq 1 60)) # 120 bytes: under NAME_MAX per component
+  for pad in "" x; do
+    long="$W/$pad$e60/$e60/$e60/$e60/$e60"
+    mkdir -p "$(dirname "$long")"
+    run -0 rp restore --from one --data-dir "$long"
+    by=$(sed -n 's/^restored_by=//p' "$long/run-state")
+    [[ $by == *... ]] || fail "not marked as cut: $by"
+    iconv -f UTF-8 -t UTF-8 <<<"$by" >/dev/null || fail "restored_by is not valid UTF-8 (pad '$pad')"
+    run -0 inspect --json run-state "$long"
+    python3 -c 'import json, sys; json.loads(sys.stdin.buffer.read().decode("utf-8"))' <<<"$output" || fail "invalid JSON/UTF-8: $output"
+  done
   # the restored records are the source's, byte for byte
   for s in r/shards/*; do
     diff <(inspect --json dump "$(seg "$s" 0)") <(inspect --json dump "$(seg "d/shards/$(basename "$s")" 0)")

@@ -59,6 +59,12 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   [ "$(jget 'j["next_start"]' <<<"$output")" = null ]
   [ "$(jget 'j["if_it_dies_now"]["machine_up"]["rotate"]' <<<"$output")" = false ]
   [ "$(jget 'j["if_it_dies_now"]["machine_down"]["rotate"]' <<<"$output")" = true ]
+  # seen from another boot, the same pid is not that run (pids are reused: a
+  # broker is pid 1 in every container), whatever holds the lock now
+  echo "boot-other-$RANDOM" >"$C/other_boot"
+  FELIX_BOOT_ID_FILE="$C/other_boot" run -0 "$FELIX_BUILD/felix-inspect" "$C/$LEADER"
+  refute_line --partial "running now"
+  assert_line --regexp "^last run:     crashed \(state=running"
   # killed, the same directory is a crash, and the verdict is the machine-up one
   kill -KILL "$pid"
   wait_exit "$pid" 30
