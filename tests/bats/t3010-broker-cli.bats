@@ -444,6 +444,28 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   done
 }
 
+@test "run: a bad value of every other flag and variable exits 2 naming it, before the data directory is touched" {
+  echo token >"$W/token"
+  export FELIX_RUNTIME_DIR="$W/runtime"
+  # flag and value as the error names them; each alone on an otherwise good line
+  for bad in "--id|a b" "--id|" "--fsync-mode|fast" "--fsync-interval-ms|0" "--fsync-interval-ms|1s" \
+    "--log-level|loud" "--token-file|$W/no-such-token"; do
+    flag=${bad%%|*} value=${bad#*|}
+    run --separate-stderr timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token" "$flag" "$value"
+    [ "$status" -eq 2 ] || fail "$flag '$value': exit $status (2 expected): $stderr"
+    [[ $stderr == *"$flag"* && $stderr == *"$value"* ]] || fail "$flag '$value': not named: $stderr"
+    [ ! -e "$W/d" ] || fail "$flag '$value': the data directory was touched: $(ls -A "$W/d")"
+    [ ! -e "$W/runtime" ] || fail "$flag '$value': a boot token was taken"
+  done
+  for bad in "FELIX_DURABLE_FSYNC_MODE=fast" "FELIX_DURABLE_FSYNC_INTERVAL_MS=-5" "FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS=0" \
+    "FELIX_LOG_LEVEL=loud"; do
+    run --separate-stderr env "$bad" timeout -k 2 10 "$BROKER" run --id b1 --data-dir "$W/d" --token-file "$W/token"
+    [ "$status" -eq 2 ] || fail "$bad: exit $status (2 expected): $stderr"
+    [[ $stderr == *"${bad%%=*}"* && $stderr == *"${bad#*=}"* ]] || fail "$bad: not named: $stderr"
+    [ ! -e "$W/d" ] || fail "$bad: the data directory was touched: $(ls -A "$W/d")"
+  done
+}
+
 # stopped_data_dir — $W/d with a clean stop's run-state, a copy kept to compare.
 stopped_data_dir() {
   mkdir -p "$W/d"
