@@ -166,7 +166,8 @@ const ctl_command ctl_cmd_shard_describe = {
             "\n"
             "With -o json, prints the control plane's object: stream, shard,\n"
             "generation, state, leader (null when no generation is led),\n"
-            "leader_address, hwm, max_hwm, detail, and replicas [{broker, storage_id,\n"
+            "leader_address, hwm, max_hwm, log_bytes (the leader's segment bytes,\n"
+            "null until it reports), detail, and replicas [{broker, storage_id,\n"
             "registered_storage_id, copy_id, incarnation, confirmed, caught_up,\n"
             "stranger}].\n",
     .run = shard_describe,

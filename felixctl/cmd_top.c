@@ -161,7 +161,7 @@ static void draw_help(void) {
       "",
       "  q            quit (also Ctrl-C)",
       "  /            filter the shards (Enter applies, Esc cancels, empty clears)",
-      "  s            sort the shards: urgency, name, hwm, rate, lag (largest first)",
+      "  s            sort the shards: urgency, name, hwm, rate, bytes, lag",
       "  Up Down j k  select a shard",
       "  Enter        open the selected shard: replicas, cursors, history",
       "  Esc Bksp     back to the cluster view",
@@ -317,16 +317,17 @@ const ctl_command ctl_cmd_top = {
     .help = "\n"
             "A full-screen view of the cluster, refreshed every second from the control\n"
             "plane: the brokers (id, storage id, incarnation, alive, fsync mode, lease\n"
-            "age, records per second of the shards it leads), the shards (generation,\n"
-            "leader, state, HWM, records per second from the HWM's change) with each follower's\n"
-            "confirmed offset and lag, marked ! where the storage id the copy was\n"
-            "measured under differs from its broker's registered one, and the latest\n"
-            "events. NoCaughtUpReplica and Fencing shards come first and stand out.\n"
+            "age, records and bytes per second of the shards it leads), the shards\n"
+            "(generation, leader, state, HWM, REC/S from the HWM's change, B/S from the\n"
+            "leader's log size) with each follower's lag, marked ! where the storage id\n"
+            "the copy was measured under differs from its broker's registered one, and\n"
+            "the latest events. NoCaughtUpReplica and Fencing shards come first and\n"
+            "stand out. Enter shows a shard's replicas with their confirmed offsets.\n"
             "\n"
             "The header shows the time of the snapshot and the shards' order.\n"
             "\n"
             "Keys: q quit, / filter shards, s sort shards (urgency, name, hwm, rate,\n"
-            "lag: the largest first), arrows select, Enter open a shard (its\n"
+            "bytes, lag: the largest first), arrows select, Enter open a shard (its\n"
             "replicas and history), Esc back, ? help. Ctrl-C quits too; the terminal\n"
             "is restored either way (exit 0). Works in 80x24 and without colours.\n"
             "When the control plane cannot be reached it says so and keeps retrying.\n"

@@ -3,6 +3,8 @@
  * the view's content is tested without a terminal. */
 #include "top_model.h"
 
+#include "felix/cli.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +87,17 @@ static const cJSON *find_shard(const cJSON *shards, const cJSON *like) {
   return NULL;
 }
 
+/* Bytes per second only while one leader of one generation reported both
+ * sizes: a new leader's log has another size, not a burst of writes. */
+static void add_bytes_rate(cJSON *s, const cJSON *p, double dt) {
+  const cJSON *b = get(s, "log_bytes"), *pb = get(p, "log_bytes");
+  if (!cJSON_IsNumber(b) || !cJSON_IsNumber(pb) || strcmp(str(s, "leader"), str(p, "leader")) ||
+      num(s, "generation") != num(p, "generation"))
+    return;
+  double d = b->valuedouble - pb->valuedouble;
+  cJSON_AddNumberToObject(s, "bytes_per_second", d > 0 ? d / dt : 0);
+}
+
 void top_add_rates(top_snapshot *cur, const top_snapshot *prev) {
   double dt = prev ? (cur->fetched_ms - prev->fetched_ms) / 1000.0 : 0;
   cJSON *s;
@@ -93,11 +106,12 @@ void top_add_rates(top_snapshot *cur, const top_snapshot *prev) {
     if (!p) continue;
     double d = num(s, "hwm") - num(p, "hwm"); /* a HWM lowered by an abandon is no negative rate */
     cJSON_AddNumberToObject(s, "records_per_second", d > 0 ? d / dt : 0);
+    add_bytes_rate(s, p, dt);
   }
 }
 
 const char *top_sort_name(top_sort k) {
-  static const char *const names[TOP_SORT_N] = {"urgency", "name", "hwm", "rate", "lag"};
+  static const char *const names[TOP_SORT_N] = {"urgency", "name", "hwm", "rate", "bytes", "lag"};
   return k < TOP_SORT_N ? names[k] : "?";
 }
 
@@ -122,6 +136,7 @@ static int cmp_shards(const void *a, const void *b) {
   case TOP_SORT_URGENCY: d = top_shard_urgency(x) - top_shard_urgency(y); break;
   case TOP_SORT_HWM: d = cmp_desc(num(x, "hwm"), num(y, "hwm")); break;
   case TOP_SORT_RATE: d = cmp_desc(num(x, "records_per_second"), num(y, "records_per_second")); break;
+  case TOP_SORT_BYTES: d = cmp_desc(num(x, "bytes_per_second"), num(y, "bytes_per_second")); break;
   case TOP_SORT_LAG: d = cmp_desc(num(x, "max_lag_records"), num(y, "max_lag_records")); break;
   default: break;
   }
@@ -172,8 +187,15 @@ void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t
   fit(out, cap, width, line);
 }
 
+/* One format for the heading and the lines, so the columns cannot drift:
+ * 80 columns exactly. */
+#define BROKER_COLUMNS "%-10.10s %-10.10s %-16.16s %-5s %-9.9s %-9.9s %6s %8s"
+
 void top_broker_heading(char *out, size_t cap, int width) {
-  fit(out, cap, width, "BROKER        STORAGE-ID  INCARNATION       ALIVE  FSYNC      LEASE-AGE  REC/S");
+  char line[512];
+  snprintf(line, sizeof line, BROKER_COLUMNS, "BROKER", "STORAGE-ID", "INCARNATION", "ALIVE", "FSYNC", "LEASE-AGE",
+           "REC/S", "B/S");
+  fit(out, cap, width, line);
 }
 
 /* The last `n` characters of s: incarnations share their long prefix. */
@@ -183,32 +205,55 @@ static const char *tail(const char *s, size_t n) {
 }
 
 /* "12.5" records per second, "-" before a second snapshot gave a rate. */
-static const char *rate_text(bool known, double r, char buf[32]) {
-  if (!known) return "-";
-  snprintf(buf, 32, r >= 100 ? "%.0f" : "%.1f", r);
+static const char *rate_text(const cJSON *r, char buf[32]) {
+  if (!cJSON_IsNumber(r)) return "-";
+  snprintf(buf, 32, r->valuedouble >= 100 ? "%.0f" : "%.1f", r->valuedouble);
   return buf;
 }
 
-void top_broker_line(const cJSON *b, const cJSON *shards, char *out, size_t cap, int width) {
-  char line[512], age[32], rate[32];
-  if (cJSON_IsNumber(get(b, "lease_age_ms"))) snprintf(age, sizeof age, "%.0f ms", num(b, "lease_age_ms"));
-  else snprintf(age, sizeof age, "-");
+/* "1.5 KiB" per second, "-" unknown (before a second snapshot, the leader's
+ * first report, or across a change of leader). */
+static const char *bytes_text(const cJSON *r, char buf[32]) {
+  if (!cJSON_IsNumber(r)) return "-";
+  felix_human_bytes(r->valuedouble, buf);
+  return buf;
+}
+
+/* The sum of `key` over the shards b leads, as a number (NULL when none has one). */
+static cJSON *led_sum(const cJSON *b, const cJSON *shards, const char *key) {
   double sum = 0;
   bool known = false;
   const cJSON *s;
   cJSON_ArrayForEach(s, shards) {
-    if (strcmp(str(s, "leader"), str(b, "id")) || !cJSON_IsNumber(get(s, "records_per_second"))) continue;
+    if (strcmp(str(s, "leader"), str(b, "id")) || !cJSON_IsNumber(get(s, key))) continue;
     known = true;
-    sum += num(s, "records_per_second");
+    sum += num(s, key);
   }
-  snprintf(line, sizeof line, "%-12.12s  %-10.10s  %-16s  %-5s  %-9s  %-9s  %5s", str(b, "id"), str(b, "storage_id"),
-           tail(str(b, "incarnation"), 16), cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age,
-           rate_text(known, sum, rate));
+  return known ? cJSON_CreateNumber(sum) : NULL;
+}
+
+void top_broker_line(const cJSON *b, const cJSON *shards, char *out, size_t cap, int width) {
+  char line[512], age[32], rate[32], bytes[32];
+  if (cJSON_IsNumber(get(b, "lease_age_ms"))) snprintf(age, sizeof age, "%.0f ms", num(b, "lease_age_ms"));
+  else snprintf(age, sizeof age, "-");
+  cJSON *records = led_sum(b, shards, "records_per_second"), *octets = led_sum(b, shards, "bytes_per_second");
+  snprintf(line, sizeof line, BROKER_COLUMNS, str(b, "id"), str(b, "storage_id"), tail(str(b, "incarnation"), 16),
+           cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age, rate_text(records, rate),
+           bytes_text(octets, bytes));
+  cJSON_Delete(records);
+  cJSON_Delete(octets);
   fit(out, cap, width, line);
 }
 
+/* HWM: 7 digits fit before the columns shift (10 million records); at 80
+ * columns two followers still show, each with its mark. */
+#define SHARD_COLUMNS "%-13.13s %3s %-6.6s %-17.17s %7s %6s %8s"
+
 void top_shard_heading(char *out, size_t cap, int width) {
-  fit(out, cap, width, "SHARD          GEN  LEADER  STATE                 HWM  REC/S FOLLOWERS conf/-lag");
+  char line[512];
+  snprintf(line, sizeof line, SHARD_COLUMNS " %s", "SHARD", "GEN", "LEADER", "STATE", "HWM", "REC/S", "B/S",
+           "FOLLOWER -LAG");
+  fit(out, cap, width, line);
 }
 
 /* Whether the copy was measured under a storage id its broker no longer has. */
@@ -218,20 +263,18 @@ static bool id_changed(const cJSON *r) {
 }
 
 void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
-  char name[300], line[1024], rate[32];
+  char name[300], line[1024], gen[32], hwm_text[32], rate[32], bytes[32];
   double hwm = num(s, "hwm");
-  const cJSON *r_ps = get(s, "records_per_second");
-  /* HWM: 7 digits fit before the columns shift (10 million records); at 80
-   * columns two followers still show */
-  int n = snprintf(line, sizeof line, "%-14.14s %3.0f  %-6.6s  %-17s %7.0f %6s", top_shard_name(s, name, sizeof name),
-                   num(s, "generation"), str(s, "leader"), str(s, "state"), hwm,
-                   rate_text(cJSON_IsNumber(r_ps), r_ps ? r_ps->valuedouble : 0, rate));
+  snprintf(gen, sizeof gen, "%.0f", num(s, "generation"));
+  snprintf(hwm_text, sizeof hwm_text, "%.0f", hwm);
+  int n = snprintf(line, sizeof line, SHARD_COLUMNS, top_shard_name(s, name, sizeof name), gen, str(s, "leader"),
+                   str(s, "state"), hwm_text, rate_text(get(s, "records_per_second"), rate),
+                   bytes_text(get(s, "bytes_per_second"), bytes));
   const cJSON *r;
   cJSON_ArrayForEach(r, get(s, "replicas")) {
     if (!strcmp(str(r, "broker"), str(s, "leader")) || n < 0 || (size_t)n >= sizeof line) continue;
-    double c = num(r, "confirmed"), lag = hwm > c ? hwm - c : 0;
-    n += snprintf(line + n, sizeof line - (size_t)n, " %s %.0f/-%.0f%s", str(r, "broker"), c, lag,
-                  id_changed(r) ? "!" : "");
+    double c = num(r, "confirmed"), lag = hwm > c ? hwm - c : 0; /* its confirmed offset: the detail view */
+    n += snprintf(line + n, sizeof line - (size_t)n, " %s -%.0f%s", str(r, "broker"), lag, id_changed(r) ? "!" : "");
   }
   fit(out, cap, width, line);
 }

@@ -23,8 +23,16 @@ typedef struct top_snapshot {
 } top_snapshot;
 
 /* The shard orders of the `s` key: how urgent (NoCaughtUpReplica, Fencing,
- * the rest), name, HWM, records per second, largest lag. */
-typedef enum top_sort { TOP_SORT_URGENCY, TOP_SORT_NAME, TOP_SORT_HWM, TOP_SORT_RATE, TOP_SORT_LAG, TOP_SORT_N } top_sort;
+ * the rest), name, HWM, records per second, bytes per second, largest lag. */
+typedef enum top_sort {
+  TOP_SORT_URGENCY,
+  TOP_SORT_NAME,
+  TOP_SORT_HWM,
+  TOP_SORT_RATE,
+  TOP_SORT_BYTES,
+  TOP_SORT_LAG,
+  TOP_SORT_N
+} top_sort;
 const char *top_sort_name(top_sort k);
 
 /* Fetches a snapshot (and the history of `open_shard` "STREAM/N" when not
@@ -34,7 +42,9 @@ void top_snapshot_free(top_snapshot *s);
 
 /* Records per second of every shard of cur, from its HWM's change since
  * prev (a snapshot taken earlier; NULL: no rate yet): each shard object gets
- * "records_per_second" (a shard prev did not have gets none). */
+ * "records_per_second" (a shard prev did not have gets none), and
+ * "bytes_per_second" from its leader's log_bytes when both snapshots have it
+ * from the same leader and generation. */
 void top_add_rates(top_snapshot *cur, const top_snapshot *prev);
 
 /* The shards to show, in the order `sort` (ties by stream and shard; by
@@ -54,11 +64,12 @@ void top_header_line(const ctl_opts *o, const top_snapshot *s, char *out, size_t
 /* The key line at the bottom, naming the shards' order. */
 void top_status_line(const char *filter, top_sort sort, char *out, size_t cap, int width);
 void top_broker_heading(char *out, size_t cap, int width);
-/* REC/S: the records per second of the shards it leads (shards: the snapshot's). */
+/* REC/S and B/S: the records and bytes per second of the shards it leads
+ * (shards: the snapshot's). */
 void top_broker_line(const cJSON *broker, const cJSON *shards, char *out, size_t cap, int width);
 void top_shard_heading(char *out, size_t cap, int width);
-/* Per follower: "BROKER CONFIRMED/-LAG" and a '!' when the storage id it was
- * measured under differs from its broker's registered one. */
+/* REC/S, B/S, then per follower "BROKER -LAG" and a '!' when the storage id
+ * it was measured under differs from its broker's registered one. */
 void top_shard_line(const cJSON *shard, char *out, size_t cap, int width);
 void top_event_line(const cJSON *event, char *out, size_t cap, int width);
 /* The open shard: its summary and one line per replica. */

@@ -25,6 +25,11 @@ CP=127.0.0.1:$PORT_BASE
 data_port() { echo $((PORT_BASE + 30 + $1)); }
 http_port() { echo $((PORT_BASE + 130 + $1)); }
 pids=()
+# Each process in its own process group: Ctrl-C reaches this script alone,
+# which stops the brokers first (they hand their shards off through the
+# control plane) and the control plane last. Without it the terminal's
+# SIGINT stopped all four at once and the brokers drained without it.
+set -m
 
 prefix() { # prefix every log line with the process name
   local name=$1
@@ -71,5 +76,5 @@ stop() {
   echo "make run: stopped" >&2
   exit 0
 }
-trap stop INT TERM
+trap stop INT TERM HUP
 wait

@@ -38,6 +38,8 @@ static cJSON *copy_json(const shard *s) {
   cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
   cJSON_AddNumberToObject(j, "log_start", (double)st.start_offset);
   cJSON_AddNumberToObject(j, "log_end", (double)st.held_end);
+  /* the size of its segments: `felixctl top` turns the leader's into bytes/s */
+  cJSON_AddNumberToObject(j, "log_bytes", (double)st.bytes);
   cJSON_AddNumberToObject(j, "last_generation", (double)shard_last_generation(s, st.held_end));
   cJSON *g = cJSON_AddArrayToObject(j, "generations");
   for (size_t i = 0; i < s->gens.count; i++) {

@@ -280,6 +280,7 @@ static bool read_followers(const cJSON *arr, cp_report_shard *s, char *why) {
 static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *why) {
   int64_t shard = 0;
   memset(s, 0, sizeof *s);
+  s->log_bytes = -1; /* a broker before log_bytes sends none */
   bool ok = cJSON_IsObject(e) && cpj_string(e, "stream", true, 64, &s->stream, why, WHY_CAP) &&
             cpj_string(e, "stream_uuid", false, 39, &s->stream_uuid, why, WHY_CAP) &&
             cpj_int(e, "shard", true, 0, 1023, &shard, why, WHY_CAP) &&
@@ -290,7 +291,8 @@ static bool read_report_shard(const cJSON *e, int i, cp_report_shard *s, char *w
             cpj_int(e, "last_generation", true, 0, INT64_MAX, &s->last_generation, why, WHY_CAP) &&
             cpj_int(e, "generation_start", true, 0, INT64_MAX, &s->generation_start, why, WHY_CAP) &&
             cpj_int(e, "hwm", true, 0, INT64_MAX, &s->hwm, why, WHY_CAP) &&
-            cpj_int(e, "no_quorum_ms", false, 0, INT64_MAX, &s->no_quorum_ms, why, WHY_CAP);
+            cpj_int(e, "no_quorum_ms", false, 0, INT64_MAX, &s->no_quorum_ms, why, WHY_CAP) &&
+            cpj_int(e, "log_bytes", false, 0, INT64_MAX, &s->log_bytes, why, WHY_CAP);
   if (ok && cJSON_GetObjectItem(e, "hwm_generation"))
     ok = s->has_hwm_generation = cpj_int(e, "hwm_generation", true, 0, INT64_MAX, &s->hwm_generation, why, WHY_CAP);
   if (ok) ok = read_followers(cJSON_GetObjectItem(e, "followers"), s, why);

@@ -118,6 +118,12 @@ static cJSON *replica_json(cp_state *cp, const cp_shard_row *sh, const cp_slot_r
   return o;
 }
 
+static void add_log_bytes(cp_state *cp, cJSON *o, const cp_shard_row *sh) {
+  int64_t bytes = cp_shard_log_bytes(cp, sh);
+  if (bytes >= 0) felix_json_add_i64(o, "log_bytes", bytes);
+  else cJSON_AddNullToObject(o, "log_bytes");
+}
+
 static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_row *bs, size_t nb) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "stream", sh->stream);
@@ -130,6 +136,7 @@ static cJSON *shard_json(cp_state *cp, const cp_shard_row *sh, const cp_broker_r
   add_str_or_null(o, "leader_address", lb ? lb->address : NULL);
   felix_json_add_i64(o, "hwm", sh->hwm);
   felix_json_add_i64(o, "max_hwm", sh->max_hwm);
+  add_log_bytes(cp, o, sh);
   cJSON_AddStringToObject(o, "detail", sh->detail);
   add_str_or_null(o, "leader_copy_id", led ? sh->leader_copy_id : NULL);
   add_str_or_null(o, "leader_incarnation", led ? sh->leader_incarnation : NULL);

@@ -243,7 +243,7 @@ static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker
   }
   if (v->active && measure_followers(cp, sh, r, err)) return err->status;
   cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
-  if (w) w->no_quorum_generation = sh->generation, w->no_quorum_ms = r->no_quorum_ms;
+  if (w) w->no_quorum_generation = sh->generation, w->no_quorum_ms = r->no_quorum_ms, w->log_bytes = r->log_bytes;
   if (cp_store_shard_put(cp->store, sh, err)) return err->status;
   if (v->active && !was_active)
     return cp_event_add(cp, "active", sh, b->id, sh->generation, err,

@@ -406,6 +406,11 @@ bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh) {
   return !(w && w->unrenewed_generation == sh->generation);
 }
 
+int64_t cp_shard_log_bytes(cp_state *cp, const cp_shard_row *sh) {
+  const cp_shard_mem *w = sh->generation > 0 ? cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false) : NULL;
+  return w && w->no_quorum_generation == sh->generation ? w->log_bytes : -1;
+}
+
 bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker) {
   const cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
   return w && !strcmp(w->passed_over, broker) && cp->clock.now_ms < w->passed_until_ms;

@@ -81,6 +81,7 @@ typedef struct cp_shard_mem {
   char passed_over[CP_ID_MAX];
   uint64_t passed_until_ms;
   int64_t no_quorum_generation, no_quorum_ms; /* the pinned leader's last report of it */
+  int64_t log_bytes; /* of that report (-1: it sent none); shown, never decided on */
   /* Review 5, item 6: a trigger that does not prove the pinned leader dead
    * (no quorum) first stops renewing its per-shard lease (replies say
    * renew_lease false); the failover waits until the last lease it was
@@ -170,6 +171,9 @@ bool cp_shard_unsure(cp_state *cp, const cp_shard_row *sh);
 /* False once the control plane stopped renewing the pinned leader's per-shard
  * lease before moving the shard (review 5, item 6). */
 bool cp_leader_lease_renewed(cp_state *cp, const cp_shard_row *sh);
+/* The size of the leader's log as its last accepted report of the current
+ * generation gave it; -1 when none did since this start (shown only). */
+int64_t cp_shard_log_bytes(cp_state *cp, const cp_shard_row *sh);
 /* The inventory entry of broker for (stream_uuid, shard), or NULL (also when
  * the broker refused that copy: it holds nothing it may serve). */
 const cp_inv_entry *cp_inventory_find(cp_state *cp, const char *broker, const char *stream_uuid, int shard);
@@ -216,6 +220,7 @@ typedef struct cp_report_shard {
   bool has_hwm_generation;
   int64_t hwm_generation;
   int64_t no_quorum_ms; /* how long written records have waited for a majority */
+  int64_t log_bytes;    /* the size of the leader's segments; -1: not sent */
   cp_report_follower followers[FELIX_MAX_REPLICAS];
   size_t nfollowers;
 } cp_report_shard;

@@ -24,9 +24,6 @@ int rp_cmd_verify(rp_args *a);
 int rp_cmd_restore(rp_args *a);
 int rp_cmd_prune(rp_args *a);
 
-/* "1.5 MiB": bytes in binary units, for a terminal. */
-void rp_human_bytes(double b, char out[24]);
-
 /* The "bytes done / total, rate, ETA" line on stderr, only on a terminal. */
 typedef struct rp_progress_state {
   const char *verb;

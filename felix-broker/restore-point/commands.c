@@ -14,6 +14,7 @@
 #include "felix/exitcode.h"
 #include "felix/restorepoint.h"
 #include "cli.h"
+#include "felix/cli.h"
 
 static int fail(const felix_err *err, const char *hint) {
   fprintf(stderr, "felix-broker: error: %s\n", err->msg);
@@ -129,7 +130,7 @@ static void list_one(void *ctx, const char *path, const felix_rp_manifest *m) {
                          l->human ? "SIZE" : "BYTES");
   l->header = true;
   char size[24];
-  if (l->human) rp_human_bytes((double)felix_rp_manifest_bytes(m), size); /* a person reads it: 1.5 GiB */
+  if (l->human) felix_human_bytes((double)felix_rp_manifest_bytes(m), size); /* a person reads it: 1.5 GiB */
   else snprintf(size, sizeof size, "%" PRIu64, felix_rp_manifest_bytes(m)); /* a script does: bytes */
   printf("%-40s %-20s %-12s %-32s %6zu %12s\n", path, m->created_at, m->broker_id[0] ? m->broker_id : "-", m->storage_id,
          m->nshards, size);
@@ -284,7 +285,7 @@ static int prune_args(const rp_args *a, uint64_t *keep, uint64_t *age, bool *age
 
 static void prune_report(const prune_point *p, const char *what, cJSON *arr, bool json) {
   char size[24];
-  rp_human_bytes((double)p->bytes, size);
+  felix_human_bytes((double)p->bytes, size);
   if (json) cJSON_AddItemToArray(arr, cJSON_CreateString(p->path));
   else printf("%s %s (created %s, %s)\n", what, p->path, p->created_at, size);
 }

@@ -146,13 +146,6 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void rp_human_bytes(double b, char out[24]) {
-  const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, u++;
-  snprintf(out, 24, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
-}
-
 void rp_progress(void *ctx, uint64_t done, uint64_t total) {
   rp_progress_state *p = ctx;
   double t = now_seconds();
@@ -162,9 +155,9 @@ void rp_progress(void *ctx, uint64_t done, uint64_t total) {
   if (done > total) total = done; /* a shard copied again after it moved */
   char d[24], tot[24], rate[24];
   double secs = t - p->start, r = secs > 0 ? (double)done / secs : 0;
-  rp_human_bytes((double)done, d);
-  rp_human_bytes((double)total, tot);
-  rp_human_bytes(r, rate);
+  felix_human_bytes((double)done, d);
+  felix_human_bytes((double)total, tot);
+  felix_human_bytes(r, rate);
   double eta = r > 0 ? (double)(total - done) / r : 0;
   fprintf(stderr, "\r%s: %s / %s  %3.0f%%  %s/s  ETA %.0fs   ", p->verb, d, tot,
           total ? 100.0 * (double)done / (double)total : 100.0, rate, eta);

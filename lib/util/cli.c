@@ -63,3 +63,11 @@ int felix_opts_next(felix_opts *o, const char **value) {
   }
   return c;
 }
+
+void felix_human_bytes(double b, char out[24]) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, u++;
+  /* as ls -h: one decimal below 10 of a unit, so it takes at most 8 columns */
+  snprintf(out, 24, u && b < 9.95 ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}

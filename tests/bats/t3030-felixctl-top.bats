@@ -65,10 +65,10 @@ stuck_shard() {
   pane >/dev/null
   first=$(grep -nE '^r/[01] ' "$C/pane" | head -n 1)
   [[ $first == *"$STUCK "* ]] || fail "the stuck shard is not listed first: $first"
-  grep -q '^BROKER  *STORAGE-ID  *INCARNATION  *ALIVE  *FSYNC  *LEASE-AGE' "$C/pane"
+  grep -q '^BROKER  *STORAGE-ID  *INCARNATION  *ALIVE  *FSYNC  *LEASE-AGE  *REC/S  *B/S$' "$C/pane"
   grep -qE '^b1 +[0-9a-f]{10} .* yes +periodic +[0-9]+ ms' "$C/pane"
   grep -q '^EVENTS' "$C/pane"
-  grep -q '^SHARD  *GEN  *LEADER  *STATE  *HWM  *REC/S' "$C/pane"
+  grep -q '^SHARD  *GEN  *LEADER  *STATE  *HWM  *REC/S  *B/S  *FOLLOWER -LAG$' "$C/pane"
   grep -q 's sort: urgency' "$C/pane"
   [ "$(wc -l <"$C/pane")" -le 24 ] || fail "more than 24 lines"
   awk 'length > 80 { bad = 1 } END { exit bad }' "$C/pane" || fail "a line is wider than 80 columns"
@@ -88,6 +88,9 @@ stuck_shard() {
   (for i in $(seq 1 40); do echo "t$i" | "$CTL" produce r --shard "${OK#r/}" >/dev/null 2>&1; sleep 0.1; done) &
   trickle=$!
   wait_until 20 pane_has "^$OK .*Active  *[0-9][0-9]*  *[1-9]"
+  # bytes per second from the leader's log size: on the shard and on the broker that leads it
+  wait_until 20 pane_has "^$OK .*Active  *[0-9][0-9]*  *[0-9.][0-9.]*  *[1-9][0-9.]* [KMG]*i*B\\( \\|$\\)"
+  wait_until 20 pane_has "^b[12] .* [1-9][0-9.]* [KMG]*i*B$"
   wait "$trickle"
   # s sorts by name, then HWM (the largest first): the stuck shard is no longer first by name
   keys s

@@ -11,8 +11,9 @@ setup() {
 }
 
 teardown() {
-  # the script and everything it started run in their own session
-  [ -z "$RUN_PID" ] || kill -9 -- "-$RUN_PID" 2>/dev/null || true
+  # the script and everything it started run in its own session (each
+  # process in its own group: pkill by session id)
+  [ -z "$RUN_PID" ] || pkill -9 -s "$RUN_PID" 2>/dev/null || true
   cluster_teardown
   if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 30 "$C/run.out" "$C/run.log" >&3 2>/dev/null || true; fi
 }
@@ -40,6 +41,30 @@ teardown() {
   RUN_PID=
   [ "$(grep -c 'msg="drained: run-state state=stopped"' "$C/run.log")" -eq 3 ] || fail "$(cat "$C/run.log")"
   grep -q 'make run: stopped' "$C/run.log"
+}
+
+shards_active() { [ "$("$CTL" -o json cluster status | jget 'j["shards_active"]')" = "$1" ]; }
+
+# The last line of the run log that matches $1 (its number), 0 when none does.
+last_line_of() { grep -n -- "$1" "$C/run.log" | tail -n 1 | cut -d: -f1 || true; }
+
+@test "Ctrl-C (SIGINT to the script's process group, as a terminal sends it) drains the brokers before the control plane" {
+  # a job bats starts ignores SIGINT, a command typed at a terminal does not
+  setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
+    bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
+  RUN_PID=$!
+  wait_until 30 grep -q "^Felix is running" "$C/run.out"
+  eval "$(grep '^  export ' "$C/run.out")"
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create orders --shards 3 --replicas 3
+  wait_until 30 shards_active 3
+  kill -INT -- "-$RUN_PID" # the terminal's signal: to the foreground group, the script's
+  wait_exit "$RUN_PID" 60
+  [ "$(grep -c 'msg="drained: run-state state=stopped"' "$C/run.log")" -eq 3 ] || fail "$(cat "$C/run.log")"
+  drained=$(last_line_of 'msg="drained: run-state')
+  closed=$(last_line_of 'msg="stopped: database closed"')
+  [ "$closed" -gt "$drained" ] || fail "the control plane stopped (line $closed) before the last broker drained (line $drained)"
+  RUN_PID=
 }
 
 @test "make run refuses a PORT_BASE that is not a port, naming it" {

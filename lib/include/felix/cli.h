@@ -26,6 +26,10 @@ typedef struct felix_opts {
  * script's command line means. Accepts --flag=value and --flag value. */
 int felix_opts_next(felix_opts *o, const char **value);
 
+/* b bytes for a person, in at most 8 columns: "512 B", "1.5 KiB", "17 MiB",
+ * ... up to TiB (one decimal below 10). */
+void felix_human_bytes(double b, char out[24]);
+
 /* The name of the long option with this val ("--x"), or "-c" for a short one. */
 const char *felix_opts_name(const felix_opts *o, int val, char buf[64]);
 
