@@ -30,11 +30,16 @@
  *     a new leader keeps it, a report beyond the log is accepted, acks follow the HWM)
  *   READS_BEFORE_START (issue 14: a new leader answers fetches before its generation-start
  *     record is committed, with the HWM it starts from)
+ *   Retention (issue 16, MAX_TRIM > 0): TRIM_ABOVE_HWM (a leader's log start passes its
+ *     HWM), RESUME_AT_START (a copy whose cut lies below the source's log start is cut to
+ *     that log start, keeping its own records below it, instead of starting over there),
+ *     FOLLOWER_OWN_RETENTION (a follower applies retention by its own measure, not the
+ *     leader's log start)
  * (STRANGER_NOT_ACTIVE and NEW_LEADER_OWN_HWM are redundant with the other rules:
  *  README.md, "Rules the model shows redundant".)
  *
  * Bounds: MAX_<fault> and <fault>_MASK (CRASH, KILL, WIPE, DEL, SE, PART, LAPSE),
- * MAX_LOSTSID, MAX_RSI, MAX_ROLL, MAX_CPR, MAX_RACK, MAX_DRAIN, MAX_ABANDON, MAX_FAULTS, NV, MAXG,
+ * MAX_LOSTSID, MAX_RSI, MAX_ROLL, MAX_CPR, MAX_RACK, MAX_DRAIN, MAX_ABANDON, MAX_TRIM, MAX_FAULTS, NV, MAXG,
  * L; SNAP_MAXG (when the backup a rollback restores may be taken; 0 = at stream
  * creation); RSI_BELOW_FLOOR (a hand restore loses only records below the copy's
  * floor, Finding 5).
@@ -147,6 +152,9 @@ c_code {
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 255  /* total budget over all fault kinds */
 #endif
+#ifndef MAX_TRIM
+#define MAX_TRIM 0      /* retention: how often a leader may move its log start (issue 16); not a fault */
+#endif
 
 #ifdef ONCOMMIT
 #define MODE(b) 1
@@ -212,6 +220,11 @@ typedef Br {
   byte dbgen; byte dbl; byte dblcid; byte dblinc;
 #endif
   byte fcid[N]; byte ffl[N];   /* fence: the copy ids and floors its assignment named (item 7) */
+#if MAX_TRIM > 0
+  byte ls;              /* log start (issue 16): offsets below it are deleted by retention.  The
+                           entries below stay in e[] as ghosts (the generation lines the code
+                           keeps): the rank and the divergence point read them, nothing serves them */
+#endif
 }
 Br br[N];
 
@@ -260,6 +273,13 @@ bit  rbx[L];                     /* the exception DESIGN.md rule 3 admits: offse
 #define RBX(k) 0
 #endif
 byte nextv = 1;
+#if MAX_TRIM > 0
+byte gtrim;                      /* the highest log start any copy took: offsets below are gone by retention */
+byte ntrim;
+#define LS(b) br[b].ls
+#else
+#define LS(b) 0
+#endif
 byte abgen;                      /* the generation the last abandon issued (0: none) */
 
 /* ---- fault counters ---- */
@@ -315,13 +335,26 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define POP(m) (((m)&1) + (((m)>>1)&1) + (((m)>>2)&1))
 
 /* ---------------- invariants ---------------- */
-#define INV_HAS1(x,vv,kk) (kk < br[x].ln && VAL(br[x].e[kk]) == vv && GEN(br[x].e[kk]) > 0)
+#define INV_HAS1(x,vv,kk) (kk >= LS(x) && kk < br[x].ln && VAL(br[x].e[kk]) == vv && GEN(br[x].e[kk]) > 0)
 #if L >= 4
 #define INV_HAS(x,vv) (INV_HAS1(x,vv,0) || INV_HAS1(x,vv,1) || INV_HAS1(x,vv,2) || INV_HAS1(x,vv,3))
 #else
 #define INV_HAS(x,vv) (INV_HAS1(x,vv,0) || INV_HAS1(x,vv,1) || INV_HAS1(x,vv,2))
 #endif
-#define INV_AV(x,vv) (acked[vv] == 0 || acked[vv] > br[x].lg || INV_HAS(x,vv))
+/* retention (issue 16): a value whose committed offset lies below the highest log
+   start any copy took is gone by policy, not lost (TrimmedCommitted keeps that
+   below the committed records) */
+#if MAX_TRIM > 0
+#define TRIMMED1(vv,kk) (kk < gtrim && VAL(clog[kk]) == vv && GEN(clog[kk]) > 0)
+#if L >= 4
+#define TRIMMED(vv) (TRIMMED1(vv,0) || TRIMMED1(vv,1) || TRIMMED1(vv,2) || TRIMMED1(vv,3))
+#else
+#define TRIMMED(vv) (TRIMMED1(vv,0) || TRIMMED1(vv,1) || TRIMMED1(vv,2))
+#endif
+#else
+#define TRIMMED(vv) 0
+#endif
+#define INV_AV(x,vv) (acked[vv] == 0 || acked[vv] > br[x].lg || INV_HAS(x,vv) || TRIMMED(vv))
 #if NV >= 4
 #define INV_ACK(x) (INV_AV(x,1) && INV_AV(x,2) && INV_AV(x,3) && INV_AV(x,4))
 #elif NV >= 3
@@ -333,7 +366,7 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #endif
 #define ACTIVEPIN(x) (act[br[x].lg] && pl[br[x].lg] == x && pinc[br[x].lg] == br[x].inc)
 #define INV_CK(x,kk) (!(kk < chwm && cgat[kk] <= br[x].lg && !RBX(kk)) || \
-                      (kk < br[x].ln && br[x].e[kk] == clog[kk] && !(ACTIVEPIN(x) && kk >= br[x].hwm)))
+                      kk < LS(x) || (kk < br[x].ln && br[x].e[kk] == clog[kk] && !(ACTIVEPIN(x) && kk >= br[x].hwm)))
 #if L >= 4
 #define INV_COMMIT(x) (INV_CK(x,0) && INV_CK(x,1) && INV_CK(x,2) && INV_CK(x,3))
 #else
@@ -365,11 +398,24 @@ hidden byte vi, vj, vk, vt, vs, vc, vg, vx, vy, tn, ca, cb;
 #define INV_READS(x) (!(CURPIN(x) && READS(x)) || (INV_RK(x,0) && INV_RK(x,1) && INV_RK(x,2)))
 #endif
 #define INV_OK(x) (!LEADS(x) || (INV_ACK(x) && INV_COMMIT(x) && INV_HWMMAX(x) && INV_LACK(x) && INV_READS(x)))
+/* TrimmedCommitted (issue 16): retention deletes only records some leader exposed
+   as committed: no copy's log start passes the highest HWM ever exposed */
+#if MAX_TRIM > 0
+#define INV_TRIM (gtrim <= chwm)
+#else
+#define INV_TRIM 1
+#endif
 
 /* The observer: executable only in a state that breaks an invariant; it then
    says which one and fails.  (OneLeaderPerGeneration is asserted in Acknowledge.) */
 active proctype invariants() {
-  d_step { !(INV_OK(0) && INV_OK(1) && INV_OK(2)) ->
+  d_step { !(INV_OK(0) && INV_OK(1) && INV_OK(2) && INV_TRIM) ->
+#if MAX_TRIM > 0
+    if
+    :: !INV_TRIM -> printf("VIOLATION TrimmedCommitted: a copy's log start %d passes the highest exposed HWM %d\n", gtrim, chwm)
+    :: else
+    fi;
+#endif
     for (vx : 0 .. N-1) {
       if
       :: LEADS(vx) ->
@@ -397,7 +443,7 @@ active proctype invariants() {
          fi;
          for (vk : 0 .. L-1) {
            if
-           :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
+           :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && vk >= LS(vx) && !(vk < br[vx].ln && br[vx].e[vk] == clog[vk]) ->
               printf("VIOLATION CommittedStable: broker %d (generation %d) lost committed offset %d\n", vx, br[vx].lg, vk)
            :: vk < chwm && cgat[vk] <= br[vx].lg && !RBX(vk) && (vk < br[vx].ln && br[vx].e[vk] == clog[vk]) && ACTIVEPIN(vx) && vk >= br[vx].hwm ->
               printf("VIOLATION CommittedStable: Active leader %d (generation %d) hides committed offset %d (HWM %d)\n", vx, br[vx].lg, vk, br[vx].hwm)
@@ -421,6 +467,9 @@ inline common(a, b) {   /* uses ca, cb: the lengths to compare */
 
 inline truncate_to(b, n) {
   tn = n;
+#if MAX_TRIM > 0
+  assert(tn >= br[b].ls);   /* a cut below the log start is a start-over (below_start) */
+#endif
   for (vk : 0 .. L-1) { if :: vk >= tn -> br[b].e[vk] = 0 :: else fi }
   br[b].ln = tn;
   if :: br[b].syn > tn -> br[b].syn = tn :: else fi;
@@ -540,11 +589,95 @@ inline Handshake(l, f) {
 #define KEPT_CUT_ASKED(b) skip
 #endif
 
+/* ---------------- retention (issue 16) ---------------- */
+/* The copy t starts over at base: its log is emptied and starts at base (a fresh
+   segment there, durable at once); the ghosts below are the source s's (the code
+   carries the generation line in force at base to t, so its rank and divergence
+   point read as s's) */
+inline start_over(t, s, base) {
+  tn = base;
+  for (vk : 0 .. L-1) { if :: vk < tn -> br[t].e[vk] = br[s].e[vk] :: else -> br[t].e[vk] = 0 fi }
+  br[t].ln = tn; br[t].syn = tn; br[t].ls = tn; br[t].bad = NOBAD;
+  if :: br[t].hwm > tn -> br[t].hwm = tn :: else fi;
+  if :: br[t].ls > gtrim -> gtrim = br[t].ls :: else fi
+}
+/* The copy t is to take source s's records from vt (their common prefix) on.  A
+   cut below s's log start (s deleted what t would need) or below t's own (t cannot
+   cut what it deleted) starts t over at the larger of vt and s's log start; the
+   twin RESUME_AT_START cuts t to s's log start instead, keeping t's own records
+   below it (what a truncation to the leader's start did). */
+#if MAX_TRIM > 0
+inline below_start(t, s) {   /* cb: how far s's records go (common's length) */
+  if
+  :: (vt < LS(s) || vt < LS(t)) && (vt < cb || vt < br[t].ln) ->
+#ifdef RESUME_AT_START
+     if
+     :: vt < LS(s) && LS(t) <= vt && br[t].ln >= LS(s) ->
+        printf("  cut %d below the source's log start %d: cut to it\n", vt, LS(s));
+        truncate_to(t, LS(s)); vt = LS(s)
+     :: else ->
+        if :: vt < LS(s) -> vt = LS(s) :: else fi;
+        start_over(t, s, vt)
+     fi
+#else
+     if :: vt < LS(s) -> vt = LS(s) :: else fi;
+     printf("  copy %d starts over at %d (log starts: source %d, own %d)\n", t, vt, LS(s), LS(t));
+     start_over(t, s, vt)
+#endif
+  :: else
+  fi
+}
+#else
+#define below_start(t, s) skip
+#endif
+
+/* The leader moves its log start one segment on: only whole segments below its
+   HWM go, never the one holding its last record (the twin TRIM_ABOVE_HWM lets the
+   log start pass the HWM).  Durable at once (unlink, then fsync of the directory). */
+#ifdef TRIM_ABOVE_HWM
+#define TRIM_TOP(l) (br[l].ln - 1)
+#else
+#define TRIM_TOP(l) (br[l].hwm < br[l].ln - 1 -> br[l].hwm : br[l].ln - 1)
+#endif
+inline take_log_start(b) {   /* the new log start is in tn */
+  br[b].ls = tn;
+  if :: br[b].syn < tn -> br[b].syn = tn :: else fi;
+  if :: tn > gtrim -> gtrim = tn :: else fi
+}
+inline Trim(l) {
+  d_step { LEADS(l) && ntrim < MAX_TRIM && br[l].ln > 0 && br[l].ls < TRIM_TOP(l) -> COVER(Trim);
+    ntrim++;
+    printf("Trim(%d): log start %d -> %d (HWM %d)\n", l, br[l].ls, br[l].ls + 1, br[l].hwm);
+    tn = br[l].ls + 1; take_log_start(l);
+    skip }
+}
+/* A follower deletes the segments below the log start its leader ships, never the
+   one holding its own last record (the twin FOLLOWER_OWN_RETENTION trims by its
+   own measure: everything but its last record). */
+#ifdef FOLLOWER_OWN_RETENTION
+#define FTRIM_TO(l, f) (br[f].ln - 1)
+#define FTRIM_BUDGET (ntrim < MAX_TRIM)
+#define FTRIM_COUNT ntrim++
+#else
+#define FTRIM_TO(l, f) (LS(l) < br[f].ln - 1 -> LS(l) : br[f].ln - 1)
+#define FTRIM_BUDGET 1
+#define FTRIM_COUNT skip
+#endif
+inline FollowTrim(l, f) {
+  d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) && !PEND(f) &&
+           br[f].bgen == br[l].lg && NAMES(f, l) && br[f].ln > 0 && br[f].ls < FTRIM_TO(l, f) && FTRIM_BUDGET -> COVER(FollowTrim);
+    FTRIM_COUNT;
+    printf("FollowTrim(%d->%d): log start %d -> %d\n", l, f, br[f].ls, FTRIM_TO(l, f));
+    tn = FTRIM_TO(l, f); take_log_start(f);
+    skip }
+}
+
 /* ship the next record (truncating a divergent suffix first), and confirm */
 inline Ship(l, f) {
   d_step { l != f && LEADS(l) && UP(f) && !br[l].cut && !br[f].cut && CONN(l, f) && !PEND(f) &&
            br[f].bgen == br[l].lg && NAMES(f, l) -> COVER(Ship);
     ca = br[f].ln; cb = br[l].ln; common(f, l);
+    below_start(f, l);
     vs = vt;
     if
     :: vs < br[f].ln && KEEP_REFUSES_CUT(f, vs) ->
@@ -946,6 +1079,9 @@ inline Wipe(b) {
     nwipe++; nfault++;
     printf("Wipe(%d): empty data directory\n", b);
     stop_process(b);
+#if MAX_TRIM > 0
+    br[b].ls = 0;
+#endif
     truncate_to(b, 0); br[b].bad = NOBAD;
     sidctr++; br[b].sid = sidctr; br[b].bsid = br[b].sid; cidctr++; br[b].cid = cidctr;
     br[b].bgen = 0; br[b].bl = NONE; br[b].blcid = NONE; br[b].blinc = NONE;
@@ -957,6 +1093,9 @@ inline DeleteShardDir(b) {
   d_step { UP(b) && !br[b].cut && FAULT && ndel < MAX_DEL && (DEL_MASK & BIT(b)) -> COVER(DeleteShardDir);
     ndel++; nfault++;
     go_idle(b);
+#if MAX_TRIM > 0
+    br[b].ls = 0;
+#endif
     truncate_to(b, 0); br[b].bad = NOBAD; br[b].hwm = 0;
 #ifndef NO_COPY_ID
     cidctr++; br[b].cid = cidctr;
@@ -977,7 +1116,7 @@ inline DeleteShardDir(b) {
 #define RSI_OK(b) 1
 #endif
 inline RollbackSameIds(b) {
-  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > 0 && RSI_OK(b) -> COVER(RollbackSameIds);
+  d_step { !UP(b) && FAULT && nrsi < MAX_RSI && br[b].ln > LS(b) && RSI_OK(b) -> COVER(RollbackSameIds);
     nrsi++; nfault++;
     printf("RollbackSameIds(%d): older snapshot of the directory, ids unchanged, log end %d -> %d\n", b, br[b].ln, br[b].ln - 1);
     truncate_to(b, br[b].ln - 1);
@@ -1340,6 +1479,7 @@ inline FenceEnd(l) {
        if
        :: vs != l ->
           ca = br[l].ln; cb = HELD(vs); common(l, vs);
+          below_start(l, vs);
           truncate_to(l, vt);
           for (vk : 0 .. L-1) { if :: vk >= vt && vk < HELD(vs) -> br[l].e[vk] = br[vs].e[vk] :: else fi }
           br[l].ln = HELD(vs);
@@ -1476,6 +1616,10 @@ init {
   PER_B(Flush)
   PER_LF(Handshake)
   PER_LF(Ship)
+#if MAX_TRIM > 0
+  PER_B(Trim)
+  PER_LF(FollowTrim)
+#endif
   :: Acknowledge(0, 1) :: Acknowledge(1, 1) :: Acknowledge(2, 1)
 #if NV >= 2
   :: Acknowledge(0, 2) :: Acknowledge(1, 2) :: Acknowledge(2, 2)

@@ -224,6 +224,8 @@ static void remove_orphan_indexes(felix_log *log) {
     if (fd >= 0) close(fd);
     return;
   }
+  /* the dup shares the directory offset list_segments read to the end */
+  rewinddir(d);
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
     uint64_t base;

@@ -109,6 +109,14 @@ felix_status felix_log_sync(felix_log *log, felix_err *err);
 /* Removes every record at offset >= `offset` durably (log_start <= offset). */
 felix_status felix_log_truncate(felix_log *log, uint64_t offset, felix_err *err);
 
+/* Retention (issue 16): deletes every sealed segment whose records all lie
+ * below `below`, oldest first, each deletion durable before the next, so a
+ * power cut midway leaves a contiguous suffix. Never the active segment:
+ * the log start moves to the base of the oldest segment left, returned in
+ * *start_out (NULL: not wanted). The caller decides `below` (never above the
+ * HWM: docs/formal, TrimmedCommitted). */
+felix_status felix_log_trim(felix_log *log, uint64_t below, uint64_t *start_out, felix_err *err);
+
 typedef struct felix_record {
   uint64_t offset;
   uint64_t timestamp_micros;
