@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # run.sh -- check every configuration of shard.pml with spin.
 #
-#   run.sh [-j N] [NAME...]
+#   run.sh [-j N] [--quick] [--report FILE] [NAME...]
+#
+# --quick (what `make check` runs): only the configurations whose state floor
+# is at most FORMAL_QUICK_MAX_STATES (default 2000000); the larger ones (about
+# 80% of all states) are named on a line after the table and are checked by
+# `make formal`, which runs them all and keeps its table in docs/formal/report.md
+# (--report FILE: the table, with the commit, date, machine and wall clock).
 #
 # Reads configs.tsv (name, expect, -D flags, state floor, pan flags).  For each
 # configuration: spin -a with the flags, gcc -O2 pan, run it, and compare with
@@ -21,11 +27,16 @@ model="$here/shard.pml"
 configs="$here/configs.tsv"
 jobs=2
 names=()
+quick=0
+report=""
+quick_max=${FORMAL_QUICK_MAX_STATES:-2000000}
 while [ $# -gt 0 ]; do
   case "$1" in
     -j) jobs="$2"; shift 2 ;;
     -j*) jobs="${1#-j}"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --quick) quick=1; shift ;;
+    --report) report="$2"; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) names+=("$1"); shift ;;
   esac
 done
@@ -187,11 +198,15 @@ run_one() {
 }
 
 selected=()
+deep=()
 while IFS=$'\t' read -r name expect flags floor panflags _; do
   case "$name" in ''|\#*) continue ;; esac
   if [ ${#names[@]} -gt 0 ]; then
     keep=0; for n in "${names[@]}"; do [ "$n" = "$name" ] && keep=1; done
     [ $keep = 1 ] || continue
+  elif [ $quick = 1 ] && awk -v f="$floor" -v m="$quick_max" 'BEGIN{exit !(f+0 > m+0)}'; then
+    deep+=("$name")
+    continue
   fi
   selected+=("$name")
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$expect" "$flags" "$floor" "${panflags:-}" >"$work/$name.cfg"
@@ -218,6 +233,7 @@ wait
 t1=$(date +%s)
 
 passed=0; failed=0
+{
 printf '%-34s %-26s %-13s %12s %6s %8s  %s\n' configuration expect result states depth seconds verdict
 for name in "${selected[@]}"; do
   if [ -f "$work/$name.res" ]; then
@@ -251,6 +267,26 @@ if [ ${#names[@]} -eq 0 ] && [ -n "$twinonly" ]; then echo "action coverage: rea
 if [ ${#names[@]} -gt 0 ]; then
   echo "action coverage of the selected configurations (not counted): $nreach of $nact actions reached${unreached:+; unreached: $unreached}"
 fi
+if [ ${#deep[@]} -gt 0 ]; then
+  echo "not run (--quick: floor above $quick_max states; make formal runs them, docs/formal/report.md): ${deep[*]}"
+fi
 echo "total wall clock: $((t1 - t0)) s; counterexample trails in $trails"
+} >"$work/table.txt"
+cat "$work/table.txt"
+if [ -n "$report" ]; then
+  {
+    echo "# The model's last full run (make formal)"
+    echo
+    echo "Written by \`docs/formal/run.sh --report\` ($(basename "$0"), every configuration of"
+    echo "configs.tsv; \`make check\` runs only those with a floor of at most $quick_max"
+    echo "states, \`run.sh --quick\`). Commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'),"
+    echo "$(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores, $jobs jobs, spin $(spin -V 2>/dev/null | sed -n 's/^Spin Version \([^ ]*\).*/\1/p')."
+    echo "Result: $passed passed, $failed failed."
+    echo
+    echo '```'
+    cat "$work/table.txt"
+    echo '```'
+  } >"$report"
+fi
 echo "formal: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -124,6 +124,24 @@ tiny_formal() {
   [ "${lines[-1]}" = "formal: 4 passed, 0 failed" ] || fail "$output"
 }
 
+@test "formal run.sh --quick runs only floors up to FORMAL_QUICK_MAX_STATES, names the rest, and counts coverage over what it ran; --report keeps the table" {
+  tiny_formal "$W/formal"
+  sed -i 's/^\(small-twin\tfail:Small\t-DBROKEN\t\)1\t/\12\t/' "$W/formal/configs.tsv"
+  grep -qP '^small-twin\t.*\t2\t$' "$W/formal/configs.tsv" || fail "$(cat -A "$W/formal/configs.tsv")"
+  FORMAL_TRAIL_DIR="$W/trails" run -0 bash "$W/formal/run.sh" --report "$W/report.md"
+  [ "${lines[-1]}" = "formal: 4 passed, 0 failed" ] || fail "$output"
+  grep -qx 'Result: 4 passed, 0 failed.' "$W/report.md" || fail "$(cat "$W/report.md")"
+  grep -q '^small-twin  *fail:Small  *violated .* ok$' "$W/report.md" || fail "$(cat "$W/report.md")"
+  # the twin's floor (2) is above the quick limit: not run, named, and Break is then reached by nothing
+  FORMAL_QUICK_MAX_STATES=1 FORMAL_TRAIL_DIR="$W/trails" run -1 bash "$W/formal/run.sh" --quick
+  [[ $output == *"not run (--quick: floor above 1 states; make formal runs them"*"): small-twin"* ]] || fail "$output"
+  [[ $output != *"small-twin  "* ]] || fail "the twin ran: $output"
+  [[ $output == *"action-coverage "*" 2 of 3 "*"FAIL(unreached: Break)"* ]] || fail "$output"
+  [ "${lines[-1]}" = "formal: 2 passed, 1 failed" ] || fail "$output"
+  FORMAL_QUICK_MAX_STATES=2 FORMAL_TRAIL_DIR="$W/trails" run -0 bash "$W/formal/run.sh" --quick
+  [ "${lines[-1]}" = "formal: 4 passed, 0 failed" ] || fail "$output"
+}
+
 @test "formal run.sh: an action no configuration reaches fails a full run, and only a full run" {
   tiny_formal "$W/formal"
   sed -i 's/^init {$/inline Never() {\n  d_step { x > 2 -> COVER(Never); x = 0; skip }\n}\ninit {/; s/^  :: Down()$/  :: Down()\n  :: Never()/' "$W/formal/shard.pml"

@@ -34,12 +34,15 @@ socket.create_connection((sys.argv[1], 7000), timeout=1)' "$(net_addr "$ID" "$2"
   return $rc
 }
 
-# udp_reach FROM TO — a datagram FROM sends to TO arrives (TO waits 1 s).
+# udp_reach FROM TO — a datagram FROM sends to TO arrives. TO waits 4 s from
+# when it is ready: FROM's python3 may take more than a second to start on a
+# loaded machine (CI runs the model beside the tests), and a shorter window
+# read a late datagram as a partition.
 udp_reach() {
   local ready=$BATS_TEST_TMPDIR/ready.$RANDOM got=$BATS_TEST_TMPDIR/got.$RANDOM
-  net_exec "$ID" "$2" timeout 5 python3 -c 'import socket, sys
+  net_exec "$ID" "$2" timeout 8 python3 -c 'import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((sys.argv[1], 7001))
-open(sys.argv[2], "w").close(); s.settimeout(1)
+open(sys.argv[2], "w").close(); s.settimeout(4)
 try:
     s.recvfrom(64); open(sys.argv[3], "w").close()
 except socket.timeout:
