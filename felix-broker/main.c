@@ -14,11 +14,11 @@ static void usage(FILE *f) {
         "       felix-broker run --id ID --data-dir DIR --listen ADDR --http ADDR\n"
         "                        --control-plane URL [--fsync-mode none|periodic|on_commit]\n"
         "                        [--fsync-interval-ms N] [--token-file F] [--log-level LEVEL]\n"
-        "       felix-broker restore-point create|list|verify|restore ...\n"
+        "       felix-broker restore-point create|list|verify|restore|prune ...\n"
         "       felix-broker version | --help | --version\n\n"
         "  control-plane  run the control plane: HTTP/JSON API on ADDR, state in the SQLite FILE\n"
         "  run            run a broker: serve the data protocol on ADDR for the shards placed on it\n"
-        "  restore-point  make, list, verify and restore backups of a data directory's shard logs\n"
+        "  restore-point  make, list, verify, restore and prune backups of a data directory's shard logs\n"
         "  version        print the version (as --version)\n\n"
         "Each subcommand takes --help. See felix-broker(8).\n",
         f);

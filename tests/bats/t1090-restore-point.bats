@@ -229,7 +229,7 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   [ -z "$(ls -A pts | grep '^\.')" ] || fail "left behind: $(ls -A pts)"
   run -0 rp verify --from pts/p4
   run -0 rp prune --from pts --keep 1 --older-than 0s
-  [ ! -e pts/p3 ] && [ -d pts/p4 ]
+  [ ! -e pts/p3 ] && [ -d pts/p4 ] || fail "prune --older-than 0s: $(ls -a pts)"
   for bad in "--keep 0" "--keep x" "--keep 1 --older-than 3w" "--keep 1 --older-than -1d"; do
     run -2 --separate-stderr rp prune --from pts $bad
     [[ $stderr == *"is not"* ]] || fail "$bad: $stderr"
@@ -255,6 +255,18 @@ shard_of() { ls -d "$1"/shards/"$2"_"$3"-*; }
   run -1 env FELIX_BROKER="$BROKER" FELIX_DATA_DIR="$W/d" POINTS="$W/local" COPY_TO="$W/blocked/off" KEEP=1 NAME=p4 \
     sh "$REPO_ROOT/docs/examples/felix-backup.sh"
   [ "$(ls -A local | tr '\n' ' ')" = "p2 p3 " ] || fail "a failed run pruned: $(ls -A local)"
+  # a step after the point exists fails (the copy's verify, by a broker that
+  # refuses exactly that): exit 1 naming it, and neither side pruned
+  printf '#!/bin/sh\n[ "$2 $3" = "verify --from" ] && [ "$4" = "%s" ] && { echo "bad copy" >&2; exit 6; }\nexec "%s" "$@"\n' \
+    "$W/off/p5" "$BROKER" >flaky-broker
+  chmod +x flaky-broker
+  run -1 --separate-stderr env FELIX_BROKER="$W/flaky-broker" FELIX_DATA_DIR="$W/d" POINTS="$W/local" COPY_TO="$W/off" KEEP=1 NAME=p5 \
+    sh "$REPO_ROOT/docs/examples/felix-backup.sh"
+  [[ $stderr == *"felix-backup: FAILED: verify of the copy $W/off/p5"* ]] || fail "$stderr"
+  for side in local off; do
+    [ "$(ls -A "$side" | tr '\n' ' ')" = "p2 p3 p5 " ] || fail "a failed run pruned $side: $(ls -A "$side")"
+  done
+  run -0 rp verify --from local/p5
 }
 
 @test "restore writes new storage and copy ids, leader=none, and a run-state naming the point" {
@@ -409,18 +421,22 @@ name" --data-dir r
 @test "bash, zsh and fish complete restore-point commands, flags and --shard names" {
   make_dir d
   run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point ''); COMP_CWORD=2; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
-  for w in create list verify restore; do assert_line "$w"; done
+  for w in create list verify restore prune; do assert_line "$w"; done
+  run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point prune --); COMP_CWORD=3; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
+  for w in --from --keep --older-than --dry-run --json --help; do assert_line -- "$w"; done
   run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point restore --); COMP_CWORD=3; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
   for w in --from --data-dir --shard --json --help; do assert_line -- "$w"; done
   refute_line -- --to
   run -0 bash -c "source '$COMP_DIR/felix-broker.bash'; COMP_WORDS=(felix-broker restore-point create --data-dir d --shard o); COMP_CWORD=6; _felix_broker; printf '%s\n' \"\${COMPREPLY[@]}\""
   assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "orders/0 orders/1 "
   run -0 zsh -n "$COMP_DIR/_felix-broker"
-  for w in restore-point create list verify restore --to --from --shard --json _felix_broker_shards; do
+  for w in restore-point create list verify restore prune --to --from --shard --json --keep --older-than --dry-run _felix_broker_shards; do
     grep -qF -- "$w" "$COMP_DIR/_felix-broker" || fail "_felix-broker does not mention $w"
   done
   run -0 fish --no-config -c "source '$COMP_DIR/felix-broker.fish'; complete -C 'felix-broker restore-point '"
-  for w in create list verify restore; do assert_line --partial "$w"; done
+  for w in create list verify restore prune; do assert_line --partial "$w"; done
+  run -0 fish --no-config -c "source '$COMP_DIR/felix-broker.fish'; complete -C 'felix-broker restore-point prune --'"
+  for w in --keep --older-than --dry-run; do assert_line --partial -- "$w"; done
   run -0 fish --no-config -c "source '$COMP_DIR/felix-broker.fish'; complete -C 'felix-broker restore-point verify --from d --shard '"
   assert_line --partial "orders/0"
   assert_line --partial "audit/0"

@@ -67,6 +67,7 @@ sorted() { sort <<<"$1" | tr '\n' ' '; }
   assert_line --partial "felix-broker run"
   for f in $RUN_FLAGS $CP_FLAGS --version; do assert_output --partial -- "$f"; done
   assert_output --partial "felix-broker(8)"
+  for w in "create|list|verify|restore|prune" "felix-broker version"; do assert_output --partial -- "$w"; done
   run -0 broker -h
 }
 

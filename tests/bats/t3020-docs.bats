@@ -114,7 +114,8 @@ setup() {
 
 @test "felix-broker.8 names every subcommand and every flag of their --help" {
   text=$(render "$MAN_DIR/felix-broker.8")
-  for sub in control-plane run "restore-point create" "restore-point list" "restore-point verify" "restore-point restore"; do
+  for sub in control-plane run "restore-point create" "restore-point list" "restore-point verify" "restore-point restore" \
+    "restore-point prune" version; do
     grep -qF -- "felix-broker $sub" <<<"$text" || fail "felix-broker.8 does not mention felix-broker $sub"
   done
   flags=$(flags_of "$("$BROKER" run --help; "$BROKER" control-plane --help; "$BROKER" restore-point --help; "$BROKER" --help)")
@@ -138,8 +139,8 @@ setup() {
   order=$(sed -n '/^START-UP/,/^STORAGE IDENTITY/p' <<<"$text" | grep -oE '^ +[0-9]\. +[A-Z][a-z-]+( [a-z]+)?' |
     sed 's/^ *[0-9]\. *//' | tr '\n' '|')
   assert_equal "$order" "Lock|Recovery|Identity decision|Run-state|Boot token|Register|Serve|"
-  for code in 0 1 2 4; do
-    grep -qE "^ +$code +[A-Z]" <<<"$text" || fail "felix-broker.8 does not list exit status $code"
+  for code in 0 1 2 3 4 5 6 7; do
+    grep -qE "^ +$code +[A-Za-z]" <<<"$text" || fail "felix-broker.8 does not list exit status $code"
   done
 }
 
@@ -172,7 +173,7 @@ setup() {
   for file in felix-broker.bash _felix-broker felix-broker.fish; do
     f="$COMP_DIR/$file"
     [ -f "$f" ] || fail "$f is missing"
-    for w in control-plane run restore-point create list verify restore none periodic on_commit; do
+    for w in control-plane run restore-point create list verify restore prune version none periodic on_commit; do
       grep -qw -- "$w" "$f" || fail "$file does not mention $w"
     done
     for fl in $flags; do
@@ -203,5 +204,5 @@ setup() {
   grep -q "felix-inspect" "$REPO_ROOT/docs/operations.md"
   grep -q "storage-id" "$REPO_ROOT/docs/durable-storage.md"
   grep -q "docker compose up" "$REPO_ROOT/docs/docker-compose.md"
-  [ -s "$REPO_ROOT/Dockerfile" ] && [ -s "$REPO_ROOT/compose.yaml" ]
+  [ -s "$REPO_ROOT/Dockerfile" ] && [ -s "$REPO_ROOT/compose.yaml" ] || fail "Dockerfile or compose.yaml missing"
 }

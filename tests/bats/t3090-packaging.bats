@@ -47,7 +47,7 @@ notified() { grep -q -- "$1" "$C/notify" 2>/dev/null; }
 @test "make install: felix-broker in sbin/, felixctl and felix-inspect in bin/, the units naming the sbin path, the env examples" {
   install_to "$W/prefix"
   [ -x "$W/prefix/sbin/felix-broker" ] && [ ! -e "$W/prefix/bin/felix-broker" ] || fail "$(ls -R "$W/prefix" | head -30)"
-  [ -x "$W/prefix/bin/felixctl" ] && [ -x "$W/prefix/bin/felix-inspect" ]
+  [ -x "$W/prefix/bin/felixctl" ] && [ -x "$W/prefix/bin/felix-inspect" ] || fail "$(ls "$W/prefix/bin")"
   [ -f "$W/prefix/share/man/man8/felix-broker.8" ]
   for u in felix-broker@.service felix-control-plane.service; do
     f="$W/prefix/lib/systemd/system/$u"
@@ -56,8 +56,22 @@ notified() { grep -q -- "$1" "$C/notify" 2>/dev/null; }
     ! grep -q '@SBINDIR@' "$f" || fail "$u keeps a placeholder"
     grep -qx 'Type=notify' "$f" && grep -qx 'KillSignal=SIGTERM' "$f" || fail "$u"
   done
-  [ -f "$W/prefix/share/felix/broker.env.example" ] && [ -f "$W/prefix/share/felix/control-plane.env.example" ]
+  [ -f "$W/prefix/share/felix/broker.env.example" ] && [ -f "$W/prefix/share/felix/control-plane.env.example" ] || fail "$(ls "$W/prefix/share/felix")"
   run -0 "$W/prefix/sbin/felix-broker" --version
+  # the runbook's cron line, as written, in cron's environment, against this
+  # tree: /usr/local is the prefix, the data and backup paths are under $W
+  line=$(sed -n '/^# \/etc\/cron.d\/felix-backup$/{n;p;}' "$REPO_ROOT/docs/operations.md")
+  [[ $line == "15 3 * * * felix FELIX_BROKER=/usr/local/sbin/felix-broker "* ]] || fail "the cron line: $line"
+  cmd=${line#15 3 \* \* \* felix }
+  cmd=${cmd//\/usr\/local/$W/prefix}
+  cmd=${cmd//\/var\/lib\/felix/$W/var/lib/felix}
+  cmd=${cmd//\/backups/$W/backups}
+  cmd=${cmd//\/mnt\/offsite/$W/offsite}
+  mkdir -p "$W/var/lib/felix"
+  mkdata "$W/var/lib/felix/b1" orders 0 40 >/dev/null
+  run -0 env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME="$W" sh -c "$cmd"
+  [[ $output == *"felix-backup: done: "*", the newest 7 kept in $W/backups/felix/b1 and $W/offsite/felix/b1"* ]] || fail "$output"
+  run -0 "$W/prefix/sbin/felix-broker" restore-point verify --from "$W/offsite/felix/b1/$(ls "$W/offsite/felix/b1")"
 }
 
 @test "systemd-analyze verify accepts both units without a message (and names a broken one)" {
