@@ -26,11 +26,11 @@ static int report_problems(const felix_problems *p) {
 static cJSON *segment_json(const felix_seg_info *s) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "file", s->name);
-  cJSON_AddNumberToObject(j, "base_offset", (double)s->base_offset);
-  cJSON_AddNumberToObject(j, "next_offset", (double)s->next_offset);
-  cJSON_AddNumberToObject(j, "records", (double)s->records);
-  cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
-  cJSON_AddNumberToObject(j, "created_at_micros", (double)s->created_at_micros);
+  felix_json_add_u64(j, "base_offset", s->base_offset);
+  felix_json_add_u64(j, "next_offset", s->next_offset);
+  felix_json_add_u64(j, "records", s->records);
+  felix_json_add_u64(j, "bytes", s->bytes);
+  felix_json_add_u64(j, "created_at_micros", s->created_at_micros);
   cJSON_AddStringToObject(j, "index", s->index_state);
   return j;
 }
@@ -175,12 +175,12 @@ int cmd_index(const inspect_opts *o) {
                                 "%s: byte %" PRIu64 ": %s", path, pos, kind);
   if (o->json) {
     cJSON *j = cJSON_CreateObject(), *arr;
-    cJSON_AddNumberToObject(j, "base_offset", (double)base);
+    felix_json_add_u64(j, "base_offset", base);
     arr = cJSON_AddArrayToObject(j, "entries");
     for (size_t i = 0; i < n; i++) {
       cJSON *x = cJSON_CreateObject();
-      cJSON_AddNumberToObject(x, "offset", (double)e[i].offset);
-      cJSON_AddNumberToObject(x, "position", (double)e[i].position);
+      felix_json_add_u64(x, "offset", e[i].offset);
+      felix_json_add_u64(x, "position", e[i].position);
       cJSON_AddItemToArray(arr, x);
     }
     inspect_print_json(j);

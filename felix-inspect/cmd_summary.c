@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "felix/fileutil.h"
+#include "felix/jsonnum.h"
 #include "felix/restorepoint.h"
 #include "felix/survey.h"
 #include "inspect.h"
@@ -20,7 +21,7 @@ static cJSON *ballot_json(const felix_shard_survey *s) {
   cJSON_AddStringToObject(j, "copy_id", b->copy_id);
   cJSON_AddStringToObject(j, "storage_id", b->storage_id);
   cJSON_AddStringToObject(j, "stream_uuid", b->stream_uuid);
-  cJSON_AddNumberToObject(j, "generation", (double)b->generation);
+  felix_json_add_u64(j, "generation", b->generation);
   cJSON_AddItemToObject(j, "leader", b->has_leader ? cJSON_CreateString(b->leader) : cJSON_CreateNull());
   cJSON_AddItemToObject(j, "leader_copy_id", b->has_leader ? cJSON_CreateString(b->leader_copy_id) : cJSON_CreateNull());
   cJSON_AddItemToObject(j, "leader_incarnation", b->has_leader ? cJSON_CreateString(b->leader_incarnation) : cJSON_CreateNull());
@@ -32,8 +33,8 @@ static cJSON *generations_json(const felix_shard_survey *s) {
   cJSON *arr = cJSON_CreateArray();
   for (size_t i = 0; s->has_generations && i < s->gens.count; i++) {
     cJSON *x = cJSON_CreateObject();
-    cJSON_AddNumberToObject(x, "generation", (double)s->gens.items[i].generation);
-    cJSON_AddNumberToObject(x, "start_offset", (double)s->gens.items[i].start_offset);
+    felix_json_add_u64(x, "generation", s->gens.items[i].generation);
+    felix_json_add_u64(x, "start_offset", s->gens.items[i].start_offset);
     cJSON_AddItemToArray(arr, x);
   }
   return arr;
@@ -62,11 +63,11 @@ static cJSON *shard_json(const felix_shard_survey *s) {
   cJSON_AddItemToObject(j, "ballot", ballot_json(s));
   cJSON_AddItemToObject(j, "generations", generations_json(s));
   cJSON_AddItemToObject(j, "stream_file", stream_json(s));
-  cJSON_AddNumberToObject(j, "segments", (double)s->nsegs);
-  cJSON_AddNumberToObject(j, "start_offset", (double)s->start_offset);
-  cJSON_AddNumberToObject(j, "end_offset", (double)s->end_offset);
-  cJSON_AddNumberToObject(j, "records", (double)s->records);
-  cJSON_AddNumberToObject(j, "bytes", (double)s->bytes);
+  felix_json_add_u64(j, "segments", s->nsegs);
+  felix_json_add_u64(j, "start_offset", s->start_offset);
+  felix_json_add_u64(j, "end_offset", s->end_offset);
+  felix_json_add_u64(j, "records", s->records);
+  felix_json_add_u64(j, "bytes", s->bytes);
   cJSON_AddItemToObject(j, "problems", inspect_problems_json(&s->problems));
   return j;
 }
@@ -178,7 +179,7 @@ int cmd_summary(const inspect_opts *o) {
   }
   felix_free_names(names, n);
   if (j) {
-    cJSON_AddNumberToObject(j, "problem_count", (double)problems);
+    felix_json_add_u64(j, "problem_count", problems);
     inspect_print_json(j);
   } else {
     printf("problems:     %zu%s\n", problems, problems ? " (felix-inspect verify shows each one)" : "");

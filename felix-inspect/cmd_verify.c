@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "felix/fileutil.h"
+#include "felix/jsonnum.h"
 #include "felix/survey.h"
 #include "inspect.h"
 
@@ -17,7 +18,7 @@ cJSON *inspect_problems_json(const felix_problems *p) {
   for (size_t i = 0; i < p->count; i++) {
     cJSON *x = cJSON_CreateObject();
     cJSON_AddStringToObject(x, "file", p->items[i].file);
-    cJSON_AddNumberToObject(x, "position", (double)p->items[i].position);
+    felix_json_add_u64(x, "position", p->items[i].position);
     cJSON_AddStringToObject(x, "kind", p->items[i].kind);
     cJSON_AddBoolToObject(x, "repairable", p->items[i].repairable);
     cJSON_AddStringToObject(x, "detail", p->items[i].detail);
@@ -98,9 +99,9 @@ int cmd_verify(const inspect_opts *o) {
     cJSON_AddBoolToObject(j, "ok", all.count == 0);
     cJSON_AddStringToObject(j, "target", target);
     cJSON_AddStringToObject(j, "kind", datadir ? "data_dir" : "shard_dir");
-    cJSON_AddNumberToObject(j, "shards", (double)t.shards);
-    cJSON_AddNumberToObject(j, "segments", (double)t.segments);
-    cJSON_AddNumberToObject(j, "records", (double)t.records);
+    felix_json_add_u64(j, "shards", t.shards);
+    felix_json_add_u64(j, "segments", t.segments);
+    felix_json_add_u64(j, "records", t.records);
     cJSON_AddItemToObject(j, "problems", inspect_problems_json(&all));
     inspect_print_json(j);
   } else {

@@ -4,6 +4,7 @@
  * escape for a stuck shard. Abandon acts only on --yes with the generation and
  * copy a dry run showed, so a stale command cannot act on a shard that moved. */
 #include <inttypes.h>
+#include "felix/jsonnum.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -85,10 +86,10 @@ static int placement_abandon(const ctl_opts *o) {
   cJSON *body = cJSON_CreateObject();
   cJSON_AddBoolToObject(body, "dry_run", o->dry_run);
   if (!o->dry_run) {
-    cJSON_AddNumberToObject(body, "expect_generation", (double)o->expect_generation);
+    felix_json_add_u64(body, "expect_generation", o->expect_generation);
     cJSON_AddStringToObject(body, "expect_copy", o->expect_copy);
     cJSON_AddStringToObject(body, "expect_digest", o->expect_digest);
-    if (o->given & CTL_F_ABOVE_GENERATION) cJSON_AddNumberToObject(body, "above_generation", (double)o->above_generation);
+    if (o->given & CTL_F_ABOVE_GENERATION) felix_json_add_u64(body, "above_generation", o->above_generation);
   }
   char *text = cJSON_PrintUnformatted(body);
   cJSON_Delete(body);

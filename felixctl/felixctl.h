@@ -130,6 +130,8 @@ void ctl_table_row(ctl_table *t, const char *const *cells);
 void ctl_table_print(ctl_table *t); /* to stdout; frees t */
 /* The text of obj[key] for a table cell: strings as they are, integers
  * without exponent, booleans yes/no, null or missing "-". */
+/* A JSON number as text: an exact integer as digits, a fraction %.15g, 2^53 or beyond %.17g. */
+const char *ctl_number_text(const cJSON *v, char buf[64]);
 const char *ctl_field(const cJSON *obj, const char *key, char buf[64]);
 /* Prints the JSON array `rows` as a table: one row per object, one column
  * per key (ctl_field), under the given headers. n <= CTL_MAX_COLUMNS. */

@@ -12,6 +12,8 @@
 
 #include "felixctl.h"
 
+#include "felix/jsonnum.h"
+
 struct ctl_table {
   int ncols;
   size_t nrows, cap;
@@ -66,14 +68,22 @@ const char *ctl_field(const cJSON *obj, const char *key, char buf[64]) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
   if (cJSON_IsString(v)) return v->valuestring[0] ? v->valuestring : "-";
   if (cJSON_IsBool(v)) return cJSON_IsTrue(v) ? "yes" : "no";
-  if (cJSON_IsNumber(v)) {
-    double d = v->valuedouble;
-    /* No libm: the Makefile does not link it. */
-    if (d > -9e18 && d < 9e18 && d == (double)(long long)d) snprintf(buf, 64, "%lld", (long long)d);
-    else snprintf(buf, 64, "%g", d);
-    return buf;
-  }
+  if (cJSON_IsNumber(v)) return ctl_number_text(v, buf);
   return "-";
+}
+
+const char *ctl_number_text(const cJSON *v, char buf[64]) {
+  int64_t n;
+  /* Exact integers by the one checked reader; a fraction to 15 digits (0.1
+   * stays 0.1); 2^53 and
+   * beyond (the double may have rounded it) in full floating-point form,
+   * never as an integer it may not be. */
+  switch (felix_json_i64(v, &n)) {
+  case FELIX_JSON_INT_OK: snprintf(buf, 64, "%lld", (long long)n); break;
+  case FELIX_JSON_INT_INEXACT: snprintf(buf, 64, "%.17g", v->valuedouble); break;
+  case FELIX_JSON_INT_NOT_INTEGER: snprintf(buf, 64, "%.15g", v->valuedouble); break;
+  }
+  return buf;
 }
 
 void ctl_kv(const char *key, const char *value) {

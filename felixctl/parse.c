@@ -25,19 +25,7 @@ bool ctl_parse_u64(const char *s, uint64_t max, uint64_t *out) {
   return true;
 }
 
-bool ctl_parse_duration_ms(const char *s, uint64_t *out) {
-  size_t digits = s ? strspn(s, "0123456789") : 0;
-  if (digits == 0 || digits > 7) return false;
-  static const struct { const char *unit; uint64_t ms; } units[] = {{"", 1000}, {"s", 1000}, {"ms", 1}, {"m", 60000}};
-  char num[8];
-  memcpy(num, s, digits);
-  num[digits] = '\0';
-  uint64_t v;
-  if (!ctl_parse_u64(num, UINT64_MAX, &v)) return false;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (!strcmp(s + digits, units[i].unit) && v * units[i].ms <= 3600000u) return *out = v * units[i].ms, true;
-  return false;
-}
+bool ctl_parse_duration_ms(const char *s, uint64_t *out) { return felix_parse_duration_ms(s, true, 3600000u, out); }
 
 bool ctl_parse_stream_shard(const char *s, char *stream, size_t cap, uint32_t *shard) {
   const char *slash = s ? strrchr(s, '/') : NULL;

@@ -45,12 +45,7 @@ static int node(yaml_emitter_t *e, const cJSON *v) {
   }
   if (cJSON_IsString(v)) return scalar(e, v->valuestring, true);
   if (cJSON_IsBool(v)) return scalar(e, cJSON_IsTrue(v) ? "true" : "false", false);
-  if (cJSON_IsNumber(v)) {
-    double d = v->valuedouble;
-    if (d > -9e18 && d < 9e18 && d == (double)(long long)d) snprintf(num, sizeof num, "%lld", (long long)d);
-    else snprintf(num, sizeof num, "%.17g", d);
-    return scalar(e, num, false);
-  }
+  if (cJSON_IsNumber(v)) return scalar(e, ctl_number_text(v, num), false);
   return scalar(e, "null", false);
 }
 

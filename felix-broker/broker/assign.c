@@ -10,6 +10,7 @@
 
 #include "broker.h"
 #include "felix/fileutil.h"
+#include "felix/jsonnum.h"
 #include "felix/lease.h"
 #include "felix/logfmt.h"
 #include "felix/replication.h"
@@ -36,17 +37,17 @@ static cJSON *copy_json(const shard *s) {
   cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
   cJSON_AddNumberToObject(j, "shard", s->index);
   cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
-  cJSON_AddNumberToObject(j, "log_start", (double)st.start_offset);
-  cJSON_AddNumberToObject(j, "log_end", (double)st.held_end);
+  felix_json_add_u64(j, "log_start", st.start_offset);
+  felix_json_add_u64(j, "log_end", st.held_end);
   /* the size of its segments: `felixctl top` turns the leader's into bytes/s */
-  cJSON_AddNumberToObject(j, "log_bytes", (double)st.bytes);
-  cJSON_AddNumberToObject(j, "last_generation", (double)shard_last_generation(s, st.held_end));
+  felix_json_add_u64(j, "log_bytes", st.bytes);
+  felix_json_add_u64(j, "last_generation", shard_last_generation(s, st.held_end));
   cJSON *g = cJSON_AddArrayToObject(j, "generations");
   for (size_t i = 0; i < s->gens.count; i++) {
     if (s->gens.items[i].start_offset >= st.held_end) break; /* no record of it is held */
     cJSON *pair = cJSON_CreateArray();
-    cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)s->gens.items[i].generation));
-    cJSON_AddItemToArray(pair, cJSON_CreateNumber((double)s->gens.items[i].start_offset));
+    cJSON_AddItemToArray(pair, felix_json_u64_item(s->gens.items[i].generation));
+    cJSON_AddItemToArray(pair, felix_json_u64_item(s->gens.items[i].start_offset));
     cJSON_AddItemToArray(g, pair);
   }
   return j;
@@ -66,13 +67,13 @@ static void publish_inventory_now(broker *b) {
       cJSON_AddStringToObject(j, "stream_uuid", s->ballot.stream_uuid);
       cJSON_AddNumberToObject(j, "shard", s->index);
       cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
-      cJSON_AddNumberToObject(j, "log_end", 0);
+      felix_json_add_u64(j, "log_end", 0);
       cJSON_AddTrueToObject(j, s->gone ? "gone" : "refused");
       cJSON_AddItemToArray(arr, j);
       continue;
     }
     cJSON *j = copy_json(s);
-    cJSON_AddNumberToObject(j, "ballot_generation", (double)s->ballot.generation);
+    felix_json_add_u64(j, "ballot_generation", s->ballot.generation);
     cJSON_AddStringToObject(j, "ballot_leader", s->ballot.has_leader ? s->ballot.leader : "none");
     /* Built after the loop last heard from this instance: every promise it
      * gave to another instance's fence is in the ballot above (§4.8). */
@@ -93,11 +94,11 @@ static void publish_report_now(broker *b) {
   for (shard *s = b->shards; s; s = s->next) {
     if (!s->leading) continue;
     cJSON *j = copy_json(s);
-    cJSON_AddNumberToObject(j, "generation", (double)s->ballot.generation);
-    cJSON_AddNumberToObject(j, "generation_start", (double)s->generation_start);
-    cJSON_AddNumberToObject(j, "hwm", (double)s->hwm);
+    felix_json_add_u64(j, "generation", s->ballot.generation);
+    felix_json_add_u64(j, "generation_start", s->generation_start);
+    felix_json_add_u64(j, "hwm", s->hwm);
     cJSON_AddNumberToObject(j, "no_quorum_ms", s->stalled_since_ms ? (double)(uv_now(b->loop) - s->stalled_since_ms) : 0);
-    cJSON_AddNumberToObject(j, "hwm_generation", (double)(s->hwm ? shard_last_generation(s, s->hwm) : 0));
+    felix_json_add_u64(j, "hwm_generation", (s->hwm ? shard_last_generation(s, s->hwm) : 0));
     cJSON_AddItemToObject(j, "followers", peer_followers_json(s));
     cJSON_AddItemToArray(arr, j);
   }
@@ -128,9 +129,17 @@ static const char *str_of(const cJSON *o, const char *k) {
   return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static double num_of(const cJSON *o, const char *k) {
+/* A control-plane field as an integer, by the one checked reader: 0 when
+ * absent or not a number, and 0 with an error logged when not an exact integer (2^53 or
+ * beyond would have been rounded by the double cJSON keeps). */
+static int64_t num_of(const cJSON *o, const char *k) {
   const cJSON *v = cJSON_GetObjectItem(o, k);
-  return cJSON_IsNumber(v) ? v->valuedouble : 0;
+  int64_t n = 0;
+  if (cJSON_IsNumber(v) && felix_json_i64(v, &n) != FELIX_JSON_INT_OK) {
+    felix_log_event("error", "a control-plane field is not an exact integer: read as 0", "field", k, NULL);
+    n = 0;
+  }
+  return n;
 }
 
 /* Keeps the copy's `stream` file equal to what the control plane assigns. */
@@ -318,7 +327,7 @@ void broker_apply_cp(broker *b, const char *json, uint64_t sent_ms) {
   apply_deletions(b, cJSON_GetObjectItem(j, "deleted_streams"));
   const cJSON *a;
   uint64_t lease_ms = (uint64_t)num_of(j, "lease_ms"); /* heartbeat and registration replies carry it */
-  double hb = num_of(j, "heartbeat_ms"); /* the cadence the control-plane thread keeps */
+  int64_t hb = num_of(j, "heartbeat_ms"); /* the cadence the control-plane thread keeps */
   if (hb >= 1 && hb <= 60000) {
     pthread_mutex_lock(&b->mb.mu);
     b->mb.heartbeat_ms = (uint64_t)hb;

@@ -21,6 +21,7 @@
 #include "drain.h"
 #include "peer.h"
 #include "felix/logfmt.h"
+#include "felix/jsonnum.h"
 #include "felix/lease.h"
 #include "felix/replication.h"
 
@@ -659,8 +660,8 @@ cJSON *peer_followers_json(const shard *s) {
     cJSON_AddBoolToObject(f, "connected", live);
     if (live) {
       cJSON_AddStringToObject(f, "copy_id", l->copy_id);
-      cJSON_AddNumberToObject(f, "held", (double)l->held);
-      cJSON_AddNumberToObject(f, "h0", (double)l->h0);
+      felix_json_add_u64(f, "held", l->held);
+      felix_json_add_u64(f, "h0", l->h0);
     }
     cJSON_AddItemToArray(arr, f);
   }

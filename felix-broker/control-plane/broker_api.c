@@ -4,6 +4,7 @@
  * only after the engine committed, so a reply never announces an uncommitted
  * generation, pin or incarnation. */
 #include <stdio.h>
+#include "felix/jsonnum.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,8 +36,8 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
   cJSON_AddNumberToObject(a, "shards", nshards); /* the broker keeps it in the copy's stream file */
   cJSON_AddNumberToObject(a, "replicas", sh->replicas);
   cJSON_AddStringToObject(a, "acks", sh->acks);
-  cJSON_AddNumberToObject(a, "generation", (double)sh->generation);
-  cJSON_AddNumberToObject(a, "max_hwm", (double)sh->max_hwm);
+  felix_json_add_i64(a, "generation", sh->generation);
+  felix_json_add_i64(a, "max_hwm", sh->max_hwm);
   /* The generation placement abandon issued: its fence adopts the pinned copy only. */
   cJSON_AddBoolToObject(a, "abandon", sh->abandon_generation > 0 && sh->abandon_generation == sh->generation);
   cJSON_AddStringToObject(a, "state", sh->state);
@@ -62,7 +63,7 @@ static cJSON *assignment(const cp_shard_row *sh, int slot, const cp_broker_row *
     add_str_or_null(x, "copy_id", sh->slots[i].copy_id);
     /* The copy a fence may count for this replica (§4.6): a stranger's is none. */
     add_str_or_null(x, "named_copy_id", sh->slots[i].stranger ? NULL : sh->slots[i].copy_id);
-    cJSON_AddNumberToObject(x, "floor", (double)sh->slots[i].floor);
+    felix_json_add_i64(x, "floor", sh->slots[i].floor);
     cJSON_AddItemToArray(m, x);
   }
   return a;
@@ -72,7 +73,7 @@ static cJSON *leader_entry(const cp_shard_row *sh, const cp_broker_row *bs, size
   cJSON *l = cJSON_CreateObject();
   cJSON_AddStringToObject(l, "stream", sh->stream);
   cJSON_AddNumberToObject(l, "shard", sh->shard);
-  cJSON_AddNumberToObject(l, "generation", (double)sh->generation);
+  felix_json_add_i64(l, "generation", sh->generation);
   cJSON_AddStringToObject(l, "state", sh->state);
   cJSON_AddStringToObject(l, "leader", sh->leader);
   cJSON_AddStringToObject(l, "address", address_of(bs, nb, sh->leader));

@@ -2,6 +2,8 @@
  * names the field (with its index inside arrays) and, where short, the value. */
 #include "json.h"
 
+#include "felix/jsonnum.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,21 +48,21 @@ bool cpj_int(const cJSON *o, const char *field, bool required, int64_t min, int6
     if (required) snprintf(why, cap, "field %s is required", field);
     return !required;
   }
-  double d = v->valuedouble;
-  /* No libm: range first, then the cast round-trip tells an integer. */
-  if (cJSON_IsNumber(v) && (d >= 9007199254740992.0 || d <= -9007199254740992.0)) {
+  int64_t n;
+  switch (felix_json_i64(v, &n)) {
+  case FELIX_JSON_INT_INEXACT:
     snprintf(why, cap, "field %s is 2^53 or beyond, more than a JSON number here carries exactly", field);
     return false;
-  }
-  if (!cJSON_IsNumber(v) || d != (double)(int64_t)d) {
+  case FELIX_JSON_INT_NOT_INTEGER:
     snprintf(why, cap, "field %s must be an integer", field);
     return false;
+  case FELIX_JSON_INT_OK: break;
   }
-  if (d < (double)min || d > (double)max) {
-    snprintf(why, cap, "field %s is %.0f, must be %lld..%lld", field, d, (long long)min, (long long)max);
+  if (n < min || n > max) {
+    snprintf(why, cap, "field %s is %lld, must be %lld..%lld", field, (long long)n, (long long)min, (long long)max);
     return false;
   }
-  *out = (int64_t)d;
+  *out = n;
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "felix/exitcode.h"
+#include "felix/jsonnum.h"
 #include "felix/restorepoint.h"
 #include "cli.h"
 #include "felix/cli.h"
@@ -45,10 +46,10 @@ static cJSON *shards_json(const felix_rp_manifest *m, const felix_rp_select *sel
     cJSON_AddNumberToObject(o, "shard", s->shard);
     cJSON_AddStringToObject(o, "dir", s->dir);
     cJSON_AddStringToObject(o, "stream_uuid", s->stream_uuid);
-    cJSON_AddNumberToObject(o, "start_offset", (double)s->start_offset);
-    cJSON_AddNumberToObject(o, "end_offset", (double)s->end_offset);
-    cJSON_AddNumberToObject(o, "generation", (double)last_generation(s));
-    cJSON_AddNumberToObject(o, "files", (double)s->nfiles);
+    felix_json_add_u64(o, "start_offset", s->start_offset);
+    felix_json_add_u64(o, "end_offset", s->end_offset);
+    felix_json_add_u64(o, "generation", last_generation(s));
+    felix_json_add_u64(o, "files", s->nfiles);
     cJSON_AddItemToArray(arr, o);
   }
   return arr;
@@ -64,8 +65,8 @@ static cJSON *point_json(const char *path, const felix_rp_manifest *m) {
   cJSON_AddStringToObject(o, "storage_id", m->storage_id);
   cJSON_AddBoolToObject(o, "broker_was_running", m->broker_was_running);
   cJSON_AddItemToObject(o, "shards", shards_json(m, NULL));
-  cJSON_AddNumberToObject(o, "files", (double)felix_rp_manifest_files(m));
-  cJSON_AddNumberToObject(o, "bytes", (double)felix_rp_manifest_bytes(m));
+  felix_json_add_u64(o, "files", felix_rp_manifest_files(m));
+  felix_json_add_u64(o, "bytes", felix_rp_manifest_bytes(m));
   return o;
 }
 
@@ -98,7 +99,7 @@ int rp_cmd_create(rp_args *a) {
     for (size_t j = 0; j < m.shards[i].nfiles; j++) linked += m.shards[i].files[j].linked;
   if (a->json) {
     cJSON *j = point_json(a->to, &m);
-    cJSON_AddNumberToObject(j, "linked_files", (double)linked);
+    felix_json_add_u64(j, "linked_files", linked);
     print_json(j);
   } else {
     printf("restore point %s: %zu shard%s, %zu files (%zu hard-linked), %" PRIu64 " bytes, storage id %s%s%s\n", a->to,
@@ -246,15 +247,12 @@ static int newest_first(const void *x, const void *y) {
   return a->created_micros < b->created_micros ? 1 : a->created_micros > b->created_micros ? -1 : strcmp(a->path, b->path);
 }
 
-/* "90s", "30m", "12h", "7d" into seconds. */
+/* "90s", "30m", "12h", "7d" into seconds (a unit is required; at most a century). */
 static bool parse_age(const char *v, uint64_t *secs) {
-  char *end;
-  unsigned long long n = strtoull(v, &end, 10);
-  static const struct { char unit; uint64_t s; } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
-  if (v[0] < '0' || v[0] > '9' || !end[0] || end[1] || n > 36500ull * 86400) return false;
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (*end == units[i].unit) return *secs = n * units[i].s, true;
-  return false;
+  uint64_t ms;
+  if (!felix_parse_duration_ms(v, false, 36500ull * 86400000, &ms) || ms % 1000) return false;
+  *secs = ms / 1000;
+  return true;
 }
 
 /* Renamed out of the listing first (.pruning-NAME), so that a removal cut
@@ -417,8 +415,8 @@ int rp_cmd_restore(rp_args *a) {
     else cJSON_AddNullToObject(j, "previous_storage_id");
     cJSON_AddStringToObject(j, "storage_id", res.storage_id);
     cJSON_AddItemToObject(j, "shards", shards_json(&m, &sel));
-    cJSON_AddNumberToObject(j, "files", (double)res.files);
-    cJSON_AddNumberToObject(j, "bytes", (double)res.bytes);
+    felix_json_add_u64(j, "files", res.files);
+    felix_json_add_u64(j, "bytes", res.bytes);
     print_json(j);
   } else {
     printf("restored %zu shard%s (%zu files, %" PRIu64 " bytes) from %s into %s; storage id %s (was %s)\n", res.shards,

@@ -71,3 +71,22 @@ void felix_human_bytes(double b, char out[24]) {
   /* as ls -h: one decimal below 10 of a unit, so it takes at most 8 columns */
   snprintf(out, 24, u && b < 9.95 ? "%.1f %s" : "%.0f %s", b, unit[u]);
 }
+
+bool felix_parse_duration_ms(const char *s, bool bare_is_seconds, uint64_t max_ms, uint64_t *out) {
+  static const struct {
+    const char *unit;
+    uint64_t ms;
+  } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
+  size_t digits = s ? strspn(s, "0123456789") : 0;
+  if (digits == 0 || digits > 12) return false; /* 12 digits of days still fit in 64 bits */
+  uint64_t v = 0;
+  for (size_t i = 0; i < digits; i++) v = v * 10 + (uint64_t)(s[i] - '0');
+  const char *unit = s + digits;
+  uint64_t scale = 0;
+  if (!*unit) scale = bare_is_seconds ? 1000 : 0;
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (!strcmp(unit, units[i].unit)) scale = units[i].ms;
+  if (!scale || v > max_ms / scale) return false;
+  *out = v * scale;
+  return true;
+}

@@ -19,11 +19,28 @@ bool felix_json_add_i64(cJSON *obj, const char *key, int64_t v) {
   return raw && cJSON_AddItemToObject(obj, key, raw);
 }
 
-bool felix_json_u64(const cJSON *item, uint64_t *out) {
-  if (!cJSON_IsNumber(item)) return false;
+cJSON *felix_json_u64_item(uint64_t v) {
+  char text[24];
+  snprintf(text, sizeof text, "%" PRIu64, v);
+  return cJSON_CreateRaw(text);
+}
+
+felix_json_int_status felix_json_i64(const cJSON *item, int64_t *out) {
+  if (!cJSON_IsNumber(item)) return FELIX_JSON_INT_NOT_INTEGER;
   double d = item->valuedouble;
-  if (!(d >= 0) || d >= FELIX_JSON_EXACT_MAX || (double)(uint64_t)d != d) return false;
-  *out = (uint64_t)d;
+  /* No libm: the range first (NaN fails it too), then the cast round-trip
+   * tells an integer. */
+  if (!(d < FELIX_JSON_EXACT_MAX && d > -FELIX_JSON_EXACT_MAX))
+    return d == d ? FELIX_JSON_INT_INEXACT : FELIX_JSON_INT_NOT_INTEGER;
+  if ((double)(int64_t)d != d) return FELIX_JSON_INT_NOT_INTEGER;
+  *out = (int64_t)d;
+  return FELIX_JSON_INT_OK;
+}
+
+bool felix_json_u64(const cJSON *item, uint64_t *out) {
+  int64_t v;
+  if (felix_json_i64(item, &v) != FELIX_JSON_INT_OK || v < 0) return false;
+  *out = (uint64_t)v;
   return true;
 }
 

@@ -57,6 +57,17 @@ teardown() {
   [ "$(jget 'j["shards"][0]["problems"]' <<<"$output")" = '[]' ]
 }
 
+@test "summary --json writes a generation above 2^53 exactly (a double would print 9007199254740992)" {
+  mkdata d orders 0 5 --generation 9007199254740993 >/dev/null
+  run -0 inspect --json d
+  assert_json
+  [ "$(jget 'j["shards"][0]["ballot"]["generation"]' <<<"$output")" = 9007199254740993 ] || fail "$output"
+  [ "$(jget 'j["shards"][0]["generations"][0]["generation"]' <<<"$output")" = 9007199254740993 ] || fail "$output"
+  [[ $output != *9007199254740992* ]] || fail "rounded: $output"
+  run -0 inspect d
+  assert_line "    ballot: generation 9007199254740993, no leader"
+}
+
 @test "summary lists every shard of the directory, sorted by directory name" {
   a=$(mkdata d payments 1 3)
   b=$(mkdata d orders 0 5)

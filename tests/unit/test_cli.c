@@ -73,11 +73,31 @@ static void a_second_parse_starts_over(void **s) {
   expect((const char *[]){"p", "--from", "1", "B", NULL}, "f=1 | B");
 }
 
+static void durations_have_one_parser(void **s) {
+  (void)s;
+  uint64_t ms = 7;
+  assert_true(felix_parse_duration_ms("10", true, 3600000, &ms) && ms == 10000);
+  assert_true(felix_parse_duration_ms("500ms", true, 3600000, &ms) && ms == 500);
+  assert_true(felix_parse_duration_ms("2m", true, 3600000, &ms) && ms == 120000);
+  assert_true(felix_parse_duration_ms("1h", true, 3600000, &ms) && ms == 3600000);
+  assert_true(felix_parse_duration_ms("7d", false, UINT64_MAX, &ms) && ms == 604800000);
+  assert_true(felix_parse_duration_ms("0s", false, 1, &ms) && ms == 0);
+  ms = 7;
+  /* refused, and *out untouched: over the cap, no unit where one is needed,
+   * an unknown unit, a sign, spaces, nothing, too many digits */
+  const char *bad[] = {"3601s", "61m", "2h", "10x", "-1s", "+1s", " 1s", "1s ", "", "s", "1w", "1ss", "9999999999999d"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_false(felix_parse_duration_ms(bad[i], true, 3600000, &ms));
+  assert_false(felix_parse_duration_ms("10", false, 3600000, &ms));
+  assert_false(felix_parse_duration_ms(NULL, true, 3600000, &ms));
+  assert_false(felix_parse_duration_ms("999999999999d", false, UINT64_MAX, &ms)); /* 8.6e19 ms: over 2^64 */
+  assert_int_equal(ms, 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(values_both_ways_and_anywhere), cmocka_unit_test(errors_name_the_option),
       cmocka_unit_test(abbreviations_are_refused), cmocka_unit_test(in_order_stops_at_the_first_operand),
-      cmocka_unit_test(a_second_parse_starts_over),
+      cmocka_unit_test(a_second_parse_starts_over), cmocka_unit_test(durations_have_one_parser),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,30 @@ static void reading_back_refuses_what_a_double_may_have_rounded(void **state) {
   cJSON_Delete(o);
 }
 
+static void the_signed_reader_tells_why(void **state) {
+  (void)state;
+  cJSON *o = cJSON_Parse("{\"a\":-9007199254740991,\"b\":-9007199254740993,\"c\":2.5,\"d\":null,\"e\":1e300,\"f\":-7}");
+  int64_t v = 42;
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "a"), &v), FELIX_JSON_INT_OK);
+  assert_true(v == -9007199254740991ll);
+  v = 42;
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "b"), &v), FELIX_JSON_INT_INEXACT);
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "c"), &v), FELIX_JSON_INT_NOT_INTEGER);
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "d"), &v), FELIX_JSON_INT_NOT_INTEGER);
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "e"), &v), FELIX_JSON_INT_INEXACT);
+  assert_int_equal(felix_json_i64(NULL, &v), FELIX_JSON_INT_NOT_INTEGER);
+  assert_true(v == 42); /* untouched by every refusal */
+  assert_int_equal(felix_json_i64(cJSON_GetObjectItem(o, "f"), &v), FELIX_JSON_INT_OK);
+  assert_true(v == -7);
+  cJSON_Delete(o);
+  cJSON *arr = cJSON_CreateArray();
+  cJSON_AddItemToArray(arr, felix_json_u64_item(9007199254740993ull));
+  char *text = cJSON_PrintUnformatted(arr);
+  assert_string_equal(text, "[9007199254740993]");
+  free(text);
+  cJSON_Delete(arr);
+}
+
 static void times_are_rfc3339_utc_with_microseconds(void **state) {
   (void)state;
   char t[FELIX_RFC3339_US_LEN];
@@ -52,7 +76,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(integers_above_2_53_are_written_exactly),
       cmocka_unit_test(reading_back_refuses_what_a_double_may_have_rounded),
-      cmocka_unit_test(times_are_rfc3339_utc_with_microseconds),
+      cmocka_unit_test(the_signed_reader_tells_why), cmocka_unit_test(times_are_rfc3339_utc_with_microseconds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

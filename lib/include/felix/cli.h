@@ -4,7 +4,9 @@
 #define FELIX_CLI_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FELIX_VERSION "0.1.0"
 
@@ -29,6 +31,12 @@ int felix_opts_next(felix_opts *o, const char **value);
 /* b bytes for a person, in at most 8 columns: "512 B", "1.5 KiB", "17 MiB",
  * ... up to TiB (one decimal below 10). */
 void felix_human_bytes(double b, char out[24]);
+
+/* A duration flag's value into milliseconds: digits (at most 12) and a unit
+ * of ms, s, m, h or d; bare digits are seconds when bare_is_seconds, else
+ * refused. False for anything else or above max_ms. One parser for every
+ * program (felixctl --wait, restore-point prune --older-than). */
+bool felix_parse_duration_ms(const char *s, bool bare_is_seconds, uint64_t max_ms, uint64_t *out);
 
 /* The name of the long option with this val ("--x"), or "-c" for a short one. */
 const char *felix_opts_name(const felix_opts *o, int val, char buf[64]);

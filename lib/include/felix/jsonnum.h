@@ -18,8 +18,16 @@
 /* obj[key] = v as exact integer text; false when out of memory. */
 bool felix_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 bool felix_json_add_i64(cJSON *obj, const char *key, int64_t v);
-/* item as a non-negative integer: false unless it is a number with no
- * fraction, at least 0 and below 2^53 (2^53 itself may be 2^53 + 1 rounded). */
+/* v as exact integer text, for an array; NULL when out of memory. */
+cJSON *felix_json_u64_item(uint64_t v);
+
+/* The one checked reader of an integer (every program's, the control
+ * plane's request fields too): what cJSON's double holds is an integer only
+ * if it has no fraction and lies strictly between -2^53 and 2^53 (2^53
+ * itself may be 2^53 + 1 rounded). */
+typedef enum { FELIX_JSON_INT_OK, FELIX_JSON_INT_NOT_INTEGER, FELIX_JSON_INT_INEXACT } felix_json_int_status;
+felix_json_int_status felix_json_i64(const cJSON *item, int64_t *out);
+/* item as a non-negative integer, by felix_json_i64: false otherwise. */
 bool felix_json_u64(const cJSON *item, uint64_t *out);
 
 /* RFC 3339 in UTC with microseconds, "2026-12-06T03:47:12.123456Z" (28
