@@ -17,7 +17,6 @@
 #include "top_model.h"
 
 #define TOP_MAX_SHARDS 4096
-#define TOP_REFRESH_MS 1000
 
 enum { PAIR_STUCK = 1, PAIR_FENCING, PAIR_ALERT, PAIR_TITLE };
 
@@ -160,7 +159,8 @@ static void draw_help(void) {
       "felixctl top: keys",
       "",
       "  q            quit (also Ctrl-C)",
-      "  /            filter the shards (Enter applies, Esc cancels, empty clears)",
+      "  /            filter the shards: STREAM/N or any text of their line",
+      "               (Enter applies, Esc cancels, empty clears)",
       "  s            sort the shards: urgency, name, hwm, rate, bytes, lag",
       "  Up Down j k  select a shard",
       "  Enter        open the selected shard: replicas, cursors, history",
@@ -168,8 +168,11 @@ static void draw_help(void) {
       "  ?            this help (any key closes it)",
       "",
       "NoCaughtUpReplica and Fencing shards come first and stand out.",
-      "FOLLOWERS: broker confirmed/-lag; ! the copy was measured under a",
-      "storage id its broker no longer has (it lost its data: a stranger).",
+      "FOLLOWERS: broker -lag; ! the copy was measured under a storage id its",
+      "broker no longer has (it lost its data: a stranger); +N: N more followers.",
+      "REC/S, B/S: per second over at least a second; - unknown (before a",
+      "second refresh, or across another leader copy). SHARD: a long stream",
+      "name is cut and marked ~ (transacti~/12).",
   };
   int n = (int)(sizeof lines / sizeof lines[0]);
   for (int i = 0; i < n && i + 2 < LINES; i++) put(i + 2, lines[i], i == 0 ? A_BOLD : A_NORMAL);
@@ -324,12 +327,22 @@ const ctl_command ctl_cmd_top = {
             "the latest events. NoCaughtUpReplica and Fencing shards come first and\n"
             "stand out. Enter shows a shard's replicas with their confirmed offsets.\n"
             "\n"
+            "Rates are measured over at least a second: a refresh sooner (Enter fetches\n"
+            "at once) keeps the rates shown. A rate compares two samples of the same\n"
+            "leader copy at the same or a higher generation; before a second refresh,\n"
+            "or across a new leader copy or a recreated stream, it is unknown: \"-\",\n"
+            "sorted after every known rate. REC/S takes 6 columns (12.3k, 1.2M), B/S 8\n"
+            "(1.5 KiB), LEASE-AGE 9 (41.2 s). A stream name too long for the SHARD\n"
+            "column is cut and marked ~, its shard number kept (transacti~/12);\n"
+            "followers that do not fit the width are counted, \" +N\", never cut.\n"
+            "\n"
             "The header shows the time of the snapshot and the shards' order.\n"
             "\n"
-            "Keys: q quit, / filter shards, s sort shards (urgency, name, hwm, rate,\n"
-            "bytes, lag: the largest first), arrows select, Enter open a shard (its\n"
-            "replicas and history), Esc back, ? help. Ctrl-C quits too; the terminal\n"
-            "is restored either way (exit 0). Works in 80x24 and without colours.\n"
+            "Keys: q quit, / filter shards (by STREAM/N, such as orders/3, or any text\n"
+            "of their line), s sort shards (urgency, name, hwm, rate, bytes, lag: the\n"
+            "largest first), arrows select, Enter open a shard (its replicas and\n"
+            "history), Esc back, ? help. Ctrl-C quits too; the terminal is restored\n"
+            "either way (exit 0). Works in 80x24 and without colours.\n"
             "When the control plane cannot be reached it says so and keeps retrying.\n"
             "Needs a terminal: scripts use -o json with cluster status or shard list.\n",
     .run = top,

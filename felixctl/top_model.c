@@ -5,6 +5,7 @@
 
 #include "felix/cli.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,6 +77,7 @@ void top_snapshot_free(top_snapshot *s) {
   cJSON_Delete(s->shards);
   cJSON_Delete(s->events);
   cJSON_Delete(s->history);
+  cJSON_Delete(s->base_shards);
   memset(s, 0, sizeof *s);
 }
 
@@ -87,27 +89,51 @@ static const cJSON *find_shard(const cJSON *shards, const cJSON *like) {
   return NULL;
 }
 
-/* Bytes per second only while one leader of one generation reported both
- * sizes: a new leader's log has another size, not a burst of writes. */
-static void add_bytes_rate(cJSON *s, const cJSON *p, double dt) {
+/* Whether two samples of a shard come from one stream instance: the same
+ * leader copy at the same or a later generation. Another copy (one replaced,
+ * or of a recreated stream) has another log, so the difference of its HWM or
+ * size is no rate: a spike, or a drop to 0. */
+static bool same_instance(const cJSON *s, const cJSON *p) {
+  const char *copy = str(s, "leader_copy_id");
+  return strcmp(copy, "-") && !strcmp(copy, str(p, "leader_copy_id")) && num(s, "generation") >= num(p, "generation");
+}
+
+/* The rates of s since p, dt seconds earlier; bytes only when both samples
+ * have the leader's log size (null until its first report). */
+static void measure_rates(cJSON *s, const cJSON *p, double dt) {
+  assert(dt > 0);
+  double d = num(s, "hwm") - num(p, "hwm"); /* a HWM lowered by an abandon is no negative rate */
+  cJSON_AddNumberToObject(s, "records_per_second", d > 0 ? d / dt : 0);
   const cJSON *b = get(s, "log_bytes"), *pb = get(p, "log_bytes");
-  if (!cJSON_IsNumber(b) || !cJSON_IsNumber(pb) || strcmp(str(s, "leader"), str(p, "leader")) ||
-      num(s, "generation") != num(p, "generation"))
-    return;
-  double d = b->valuedouble - pb->valuedouble;
+  if (!cJSON_IsNumber(b) || !cJSON_IsNumber(pb)) return;
+  d = b->valuedouble - pb->valuedouble;
   cJSON_AddNumberToObject(s, "bytes_per_second", d > 0 ? d / dt : 0);
 }
 
+static void keep_rate(cJSON *s, const cJSON *p, const char *key) {
+  const cJSON *r = get(p, key);
+  if (cJSON_IsNumber(r)) cJSON_AddNumberToObject(s, key, r->valuedouble);
+}
+
 void top_add_rates(top_snapshot *cur, const top_snapshot *prev) {
-  double dt = prev ? (cur->fetched_ms - prev->fetched_ms) / 1000.0 : 0;
+  assert(!cur->base_shards);
+  if (!prev) return;
+  const cJSON *base = prev->base_shards ? prev->base_shards : prev->shards;
+  double base_ms = prev->base_shards ? prev->base_ms : prev->fetched_ms;
+  /* a few milliseconds give a rate of noise: keep the shown ones instead */
+  bool early = cur->fetched_ms - base_ms < TOP_REFRESH_MS;
   cJSON *s;
   cJSON_ArrayForEach(s, cur->shards) {
-    const cJSON *p = dt > 0 ? find_shard(prev->shards, s) : NULL;
-    if (!p) continue;
-    double d = num(s, "hwm") - num(p, "hwm"); /* a HWM lowered by an abandon is no negative rate */
-    cJSON_AddNumberToObject(s, "records_per_second", d > 0 ? d / dt : 0);
-    add_bytes_rate(s, p, dt);
+    const cJSON *p = find_shard(early ? prev->shards : base, s);
+    if (!p || !same_instance(s, p)) continue;
+    if (early) keep_rate(s, p, "records_per_second"), keep_rate(s, p, "bytes_per_second");
+    else measure_rates(s, p, (cur->fetched_ms - base_ms) / 1000.0);
   }
+  if (!early) return;
+  /* out of memory it stays NULL: cur is the baseline, and the next refresh
+   * too soon after it keeps the rates again */
+  cur->base_shards = cJSON_Duplicate(base, true);
+  cur->base_ms = base_ms;
 }
 
 const char *top_sort_name(top_sort k) {
@@ -127,6 +153,14 @@ const char *top_shard_name(const cJSON *shard, char *buf, size_t cap) {
 
 static int cmp_desc(double x, double y) { return (x < y) - (x > y); }
 
+/* By a rate, the largest first; an unknown one ("-") is no 0 and no
+ * maximum: it comes after every known one. */
+static int cmp_rate(const cJSON *x, const cJSON *y, const char *key) {
+  bool kx = cJSON_IsNumber(get(x, key)), ky = cJSON_IsNumber(get(y, key));
+  if (kx != ky) return (int)ky - (int)kx;
+  return kx ? cmp_desc(num(x, key), num(y, key)) : 0;
+}
+
 static top_sort sort_key; /* qsort has no context argument */
 
 static int cmp_shards(const void *a, const void *b) {
@@ -135,8 +169,8 @@ static int cmp_shards(const void *a, const void *b) {
   switch (sort_key) {
   case TOP_SORT_URGENCY: d = top_shard_urgency(x) - top_shard_urgency(y); break;
   case TOP_SORT_HWM: d = cmp_desc(num(x, "hwm"), num(y, "hwm")); break;
-  case TOP_SORT_RATE: d = cmp_desc(num(x, "records_per_second"), num(y, "records_per_second")); break;
-  case TOP_SORT_BYTES: d = cmp_desc(num(x, "bytes_per_second"), num(y, "bytes_per_second")); break;
+  case TOP_SORT_RATE: d = cmp_rate(x, y, "records_per_second"); break;
+  case TOP_SORT_BYTES: d = cmp_rate(x, y, "bytes_per_second"); break;
   case TOP_SORT_LAG: d = cmp_desc(num(x, "max_lag_records"), num(y, "max_lag_records")); break;
   default: break;
   }
@@ -145,18 +179,21 @@ static int cmp_shards(const void *a, const void *b) {
   return d ? d : (num(x, "shard") > num(y, "shard")) - (num(x, "shard") < num(y, "shard"));
 }
 
+/* Whether "STREAM/N" (whole: the SHARD column may cut it) or the shard's
+ * line (its state, leader, followers...) contains filter. */
+static bool shard_matches(const cJSON *s, const char *filter) {
+  char name[300], line[1024]; /* the line is formatted only to be searched, every follower in it */
+  if (strstr(top_shard_name(s, name, sizeof name), filter)) return true;
+  top_shard_line(s, line, sizeof line, (int)sizeof line - 1);
+  return strstr(line, filter) != NULL;
+}
+
 size_t top_shard_order(const cJSON *shards, const char *filter, top_sort sort, const cJSON **out, size_t cap) {
   size_t n = 0;
   const cJSON *s;
   cJSON_ArrayForEach(s, shards) {
     if (n == cap) break;
-    bool keep = !filter || !filter[0];
-    if (!keep) { /* the line is formatted only to be searched */
-      char line[512];
-      top_shard_line(s, line, sizeof line, (int)sizeof line - 1);
-      keep = strstr(line, filter) != NULL;
-    }
-    if (keep) out[n++] = s;
+    if (!filter || !filter[0] || shard_matches(s, filter)) out[n++] = s;
   }
   sort_key = sort;
   qsort(out, n, sizeof *out, cmp_shards);
@@ -204,10 +241,27 @@ static const char *tail(const char *s, size_t n) {
   return len > n ? s + len - n : s;
 }
 
-/* "12.5" records per second, "-" before a second snapshot gave a rate. */
+/* Records per second in the 6 columns of REC/S: "12.5", "617", "12.3k",
+ * "1.2M"; "-" unknown (before a second snapshot, across another instance). */
 static const char *rate_text(const cJSON *r, char buf[32]) {
+  static const felix_unit units[] = {
+      {"", 1, 99.95, 1000}, {"k", 1e3, 1000, 1000}, {"M", 1e6, 1000, 1000}, {"G", 1e9, 1000, 1000}, {"T", 1e12, 1000, 1000},
+  };
   if (!cJSON_IsNumber(r)) return "-";
-  snprintf(buf, 32, r->valuedouble >= 100 ? "%.0f" : "%.1f", r->valuedouble);
+  felix_format_units(r->valuedouble, units, sizeof units / sizeof units[0], buf, 32);
+  assert(strlen(buf) <= 6);
+  return buf;
+}
+
+/* A lease age in the 9 columns of LEASE-AGE: "412 ms", "41.2 s", "12.5 min",
+ * "3.2 h", "1.4 d"; a dead broker's grows without bound. */
+static const char *age_text(const cJSON *ms, char buf[32]) {
+  static const felix_unit units[] = {
+      {" ms", 1, 0, 10000}, {" s", 1e3, 60, 60}, {" min", 6e4, 60, 60}, {" h", 3.6e6, 24, 24}, {" d", 8.64e7, 100, 1e5},
+  };
+  if (!cJSON_IsNumber(ms)) return "-";
+  felix_format_units(ms->valuedouble, units, sizeof units / sizeof units[0], buf, 32);
+  assert(strlen(buf) <= 9);
   return buf;
 }
 
@@ -234,12 +288,10 @@ static cJSON *led_sum(const cJSON *b, const cJSON *shards, const char *key) {
 
 void top_broker_line(const cJSON *b, const cJSON *shards, char *out, size_t cap, int width) {
   char line[512], age[32], rate[32], bytes[32];
-  if (cJSON_IsNumber(get(b, "lease_age_ms"))) snprintf(age, sizeof age, "%.0f ms", num(b, "lease_age_ms"));
-  else snprintf(age, sizeof age, "-");
   cJSON *records = led_sum(b, shards, "records_per_second"), *octets = led_sum(b, shards, "bytes_per_second");
   snprintf(line, sizeof line, BROKER_COLUMNS, str(b, "id"), str(b, "storage_id"), tail(str(b, "incarnation"), 16),
-           cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age, rate_text(records, rate),
-           bytes_text(octets, bytes));
+           cJSON_IsTrue(get(b, "alive")) ? "yes" : "NO", str(b, "fsync_mode"), age_text(get(b, "lease_age_ms"), age),
+           rate_text(records, rate), bytes_text(octets, bytes));
   cJSON_Delete(records);
   cJSON_Delete(octets);
   fit(out, cap, width, line);
@@ -247,6 +299,7 @@ void top_broker_line(const cJSON *b, const cJSON *shards, char *out, size_t cap,
 
 /* HWM: 7 digits fit before the columns shift (10 million records); at 80
  * columns two followers still show, each with its mark. */
+#define SHARD_WIDTH 13
 #define SHARD_COLUMNS "%-13.13s %3s %-6.6s %-17.17s %7s %6s %8s"
 
 void top_shard_heading(char *out, size_t cap, int width) {
@@ -256,26 +309,68 @@ void top_shard_heading(char *out, size_t cap, int width) {
   fit(out, cap, width, line);
 }
 
+/* "STREAM/N" in SHARD_WIDTH columns: a stream name too long for it is cut
+ * and marked '~' ("transacti~/12"), so the shard number, which tells a
+ * stream's shards apart, always shows. */
+static const char *shard_cell(const cJSON *s, char buf[SHARD_WIDTH + 1]) {
+  char name[300], number[32];
+  top_shard_name(s, name, sizeof name);
+  int n = snprintf(number, sizeof number, "/%.0f", num(s, "shard"));
+  if (strlen(name) > SHARD_WIDTH && n + 2 <= SHARD_WIDTH) /* room for a letter, '~' and the number */
+    snprintf(name, sizeof name, "%.*s~%s", SHARD_WIDTH - 1 - n, str(s, "stream"), number);
+  fit(buf, SHARD_WIDTH + 1, SHARD_WIDTH, name); /* else a number no column holds: plainly cut */
+  return buf;
+}
+
 /* Whether the copy was measured under a storage id its broker no longer has. */
 static bool id_changed(const cJSON *r) {
   const char *m = str(r, "storage_id"), *reg = str(r, "registered_storage_id");
   return strcmp(m, "-") && strcmp(reg, "-") && strcmp(m, reg);
 }
 
-void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
-  char name[300], line[1024], gen[32], hwm_text[32], rate[32], bytes[32];
+static bool is_follower(const cJSON *s, const cJSON *r) { return strcmp(str(r, "broker"), str(s, "leader")) != 0; }
+
+static size_t followers(const cJSON *s) {
+  size_t n = 0;
+  const cJSON *r;
+  cJSON_ArrayForEach(r, get(s, "replicas")) n += is_follower(s, r);
+  return n;
+}
+
+/* " +N" for the N followers left out, "" for none; returns its length. */
+static size_t left_out(size_t n, char buf[32]) {
+  buf[0] = '\0';
+  return n ? (size_t)snprintf(buf, 32, " +%zu", n) : 0;
+}
+
+/* Appends " BROKER -LAG[!]" of each follower to line (len characters) while
+ * whole ones fit width, keeping room for the " +N" of those left out: a name
+ * cut in the middle could read as another broker's. */
+static void add_followers(const cJSON *s, char *line, size_t len, size_t width) {
+  size_t total = followers(s), shown = 0;
   double hwm = num(s, "hwm");
-  snprintf(gen, sizeof gen, "%.0f", num(s, "generation"));
-  snprintf(hwm_text, sizeof hwm_text, "%.0f", hwm);
-  int n = snprintf(line, sizeof line, SHARD_COLUMNS, top_shard_name(s, name, sizeof name), gen, str(s, "leader"),
-                   str(s, "state"), hwm_text, rate_text(get(s, "records_per_second"), rate),
-                   bytes_text(get(s, "bytes_per_second"), bytes));
+  char one[300], more[32];
   const cJSON *r;
   cJSON_ArrayForEach(r, get(s, "replicas")) {
-    if (!strcmp(str(r, "broker"), str(s, "leader")) || n < 0 || (size_t)n >= sizeof line) continue;
+    if (!is_follower(s, r)) continue;
     double c = num(r, "confirmed"), lag = hwm > c ? hwm - c : 0; /* its confirmed offset: the detail view */
-    n += snprintf(line + n, sizeof line - (size_t)n, " %s -%.0f%s", str(r, "broker"), lag, id_changed(r) ? "!" : "");
+    size_t n = (size_t)snprintf(one, sizeof one, " %s -%.0f%s", str(r, "broker"), lag, id_changed(r) ? "!" : "");
+    if (n >= sizeof one || len + n + left_out(total - shown - 1, more) > width) break;
+    memcpy(line + len, one, n + 1);
+    len += n, shown++;
   }
+  if (len + left_out(total - shown, more) <= width) memcpy(line + len, more, strlen(more) + 1);
+}
+
+void top_shard_line(const cJSON *s, char *out, size_t cap, int width) {
+  char cell[SHARD_WIDTH + 1], line[1024], gen[32], hwm_text[32], rate[32], bytes[32];
+  snprintf(gen, sizeof gen, "%.0f", num(s, "generation"));
+  snprintf(hwm_text, sizeof hwm_text, "%.0f", num(s, "hwm"));
+  int n = snprintf(line, sizeof line, SHARD_COLUMNS, shard_cell(s, cell), gen, str(s, "leader"), str(s, "state"), hwm_text,
+                   rate_text(get(s, "records_per_second"), rate), bytes_text(get(s, "bytes_per_second"), bytes));
+  assert(n > 0 && (size_t)n < sizeof line);
+  size_t w = width > 0 ? (size_t)width : 0;
+  add_followers(s, line, (size_t)n, w < sizeof line ? w : sizeof line - 1);
   fit(out, cap, width, line);
 }
 

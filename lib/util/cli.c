@@ -2,7 +2,9 @@
  * returned as one message that names the option. */
 #include "felix/cli.h"
 
+#include <assert.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *felix_opts_name(const felix_opts *o, int val, char buf[64]) {
@@ -64,12 +66,31 @@ int felix_opts_next(felix_opts *o, const char **value) {
   return c;
 }
 
+bool felix_format_units(double v, const felix_unit *units, size_t n, char *out, size_t cap) {
+  assert(n > 0 && cap >= 2);
+  if (v >= 0) /* false for a negative value and for NaN */
+    for (size_t i = 0; i < n; i++) {
+      double x = v / units[i].size;
+      snprintf(out, cap, x < units[i].decimal_below ? "%.1f%s" : "%.0f%s", x, units[i].suffix);
+      /* judged as printed: 1023.96 KiB prints "1024", which is "1.0 MiB" */
+      if (strtod(out, NULL) < units[i].up) return true;
+    }
+  snprintf(out, cap, "-");
+  return false;
+}
+
 void felix_human_bytes(double b, char out[24]) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, u++;
   /* as ls -h: one decimal below 10 of a unit, so it takes at most 8 columns */
-  snprintf(out, 24, u && b < 9.95 ? "%.1f %s" : "%.0f %s", b, unit[u]);
+  static const felix_unit units[] = {
+      {" B", 1, 0, 1024},
+      {" KiB", 0x1p10, 9.95, 1024},
+      {" MiB", 0x1p20, 9.95, 1024},
+      {" GiB", 0x1p30, 9.95, 1024},
+      {" TiB", 0x1p40, 9.95, 1024},
+      {" PiB", 0x1p50, 9.95, 1024},
+      {" EiB", 0x1p60, 9.95, 1024},
+  };
+  felix_format_units(b, units, sizeof units / sizeof units[0], out, 24);
 }
 
 bool felix_parse_duration_ms(const char *s, bool bare_is_seconds, uint64_t max_ms, uint64_t *out) {

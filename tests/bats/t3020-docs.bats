@@ -112,6 +112,20 @@ setup() {
   done
 }
 
+@test "felixctl.1 (its top section) and felixctl top --help tell the refresh, unknown rates, '~' and ' +N'" {
+  man=$(render "$MAN_DIR/felixctl.1" | sed -n '/^   top$/,/^   config$/p')
+  [ -n "$man" ] || fail "no top section in felixctl.1"
+  help=$("$CTL" top --help)
+  for w in "refreshed every second" "at least a second" "leader_copy_id" 'shows as "-"' "unknown rates" \
+    "marked ~" "transacti~/12" '" +N"' "never cut" "STREAM/N" "orders/3" "12.3k" "EiB"; do
+    grep -qF -- "$w" <<<"$man" || fail "the top section of felixctl.1 does not say $w"
+  done
+  for w in "refreshed every second" "at least a second" 'unknown: "-"' "sorted after every known rate" \
+    "marked ~" "transacti~/12" '" +N"' "never cut" "STREAM/N" "orders/3" "12.3k"; do
+    grep -qF -- "$w" <<<"$help" || fail "felixctl top --help does not say $w"
+  done
+}
+
 @test "felix-broker.8 names every subcommand and every flag of their --help" {
   text=$(render "$MAN_DIR/felix-broker.8")
   for sub in control-plane run "restore-point create" "restore-point list" "restore-point verify" "restore-point restore" \

@@ -28,8 +28,23 @@ typedef struct felix_opts {
  * script's command line means. Accepts --flag=value and --flag value. */
 int felix_opts_next(felix_opts *o, const char **value);
 
+/* One unit of a scale for felix_format_units. */
+typedef struct felix_unit {
+  const char *suffix;   /* written right after the number: " KiB", "k" */
+  double size;          /* in the first unit of the scale */
+  double decimal_below; /* one decimal while the value in this unit is below this, none from it */
+  double up;            /* from this value as printed on, the next unit (after the last: too large) */
+} felix_unit;
+
+/* v (in units[0]) in the first of the n units whose printed value stays
+ * below its `up`, into out (cap bytes). False, and "-", for a negative
+ * value, NaN, or one too large for the last unit. */
+bool felix_format_units(double v, const felix_unit *units, size_t n, char *out, size_t cap);
+
 /* b bytes for a person, in at most 8 columns: "512 B", "1.5 KiB", "17 MiB",
- * ... up to TiB (one decimal below 10). */
+ * ... up to EiB (one decimal below 10). A value that would print as 1024 of
+ * a unit is 1.0 of the next ("1023.99 KiB" is "1.0 MiB"); negative, NaN and
+ * beyond 1023 EiB are "-". */
 void felix_human_bytes(double b, char out[24]);
 
 /* A duration flag's value into milliseconds: digits (at most 12) and a unit
