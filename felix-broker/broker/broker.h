@@ -92,6 +92,7 @@ typedef struct shard {
   felix_stream_meta meta;     /* the copy's `stream` file (has_meta: it has one) */
   bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
+  uint64_t stall_logged_since; /* the stalled_since_ms whose stall was logged (one line a stall) */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;
@@ -230,6 +231,10 @@ void peer_pump(broker *b, shard *s);          /* ships what the leader wrote; re
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a);
 void peer_fail_pending_acks(broker *b, shard *s, const char *why);
 void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledgements now due */
+/* Half the default control-plane lease (5 s): the line comes before the
+ * control plane acts on a stall, with lease 2 s too. */
+#define PEER_STALL_LOG_MS 1000
+void peer_log_stall(broker *b, shard *s);      /* one warn line a stall longer than PEER_STALL_LOG_MS */
 void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
 /* The report's "followers" for a led shard (cJSON array). */
 struct cJSON;

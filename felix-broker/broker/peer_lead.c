@@ -50,6 +50,7 @@ struct peer_link {
   uint64_t h0, held, next_send, truncate_to;
   uint64_t epoch; /* the shard's log_epoch the measurement was taken against */
   int inflight;
+  uint64_t answered_ms; /* loop time of the follower's last answer (for the no-quorum line) */
   /* the fence answer */
   bool answered;
   felix_rank rank;
@@ -235,6 +236,32 @@ static void recompute_hwm(broker *b, shard *s) {
   peer_check_acks(b, s);
 }
 
+/* One line per stall that outlasts PEER_STALL_LOG_MS, naming what each
+ * follower held and when it last answered: the control plane moves a leader
+ * whose stall outlasts its lease, and whoever reads the log then must be able
+ * to tell a hung leader disk from slow or cut-off followers. */
+void peer_log_stall(broker *b, shard *s) {
+  uint64_t now = uv_now(b->loop);
+  if (!s->leading || !s->stalled_since_ms || s->stall_logged_since == s->stalled_since_ms ||
+      now - s->stalled_since_ms < PEER_STALL_LOG_MS)
+    return;
+  s->stall_logged_since = s->stalled_since_ms;
+  felix_log_stats st;
+  felix_log_get_stats(s->log, &st);
+  char followers[768] = "", age[32], hwm[32], end[32], held[32];
+  size_t n = 0;
+  for (peer_link *l = s->links; l && n < sizeof followers; l = l->next)
+    n += (size_t)snprintf(followers + n, sizeof followers - n, "%s%s:%s,held=%" PRIu64 ",inflight=%d,answered_ms_ago=%" PRIu64,
+                          n ? " " : "", l->broker_id, l->state == LINK_READY ? "ready" : "connecting", l->held, l->inflight,
+                          l->answered_ms ? now - l->answered_ms : 0);
+  snprintf(age, sizeof age, "%" PRIu64, now - s->stalled_since_ms);
+  snprintf(hwm, sizeof hwm, "%" PRIu64, s->hwm);
+  snprintf(end, sizeof end, "%" PRIu64, st.end_offset);
+  snprintf(held, sizeof held, "%" PRIu64, st.held_end);
+  felix_log_event("warn", "no quorum: written records wait for a majority", "shard", s->dir_name, "for_ms", age, "hwm", hwm,
+                  "end", end, "leader_held", held, "followers", followers, NULL);
+}
+
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a) {
   pending_ack *x = calloc(1, sizeof *x);
   if (!x) return ack_reply(c, corr, FELIX_WS_UNAVAILABLE, "not acknowledged: out of memory", a);
@@ -304,6 +331,7 @@ static void measure(peer_link *l, const felix_peer_hello_reply *r) {
   l->gens.items = calloc(r->ngens + 1, sizeof *l->gens.items);
   if (l->gens.items) memcpy(l->gens.items, r->gens, r->ngens * sizeof *r->gens), l->gens.count = r->ngens;
   l->answered = true;
+  l->answered_ms = uv_now(l->b->loop);
   l->epoch = s->log_epoch;
   l->state = LINK_READY;
   char from[32], h0[32];
@@ -332,6 +360,7 @@ static void on_append_reply(peer_link *l, const uint8_t *body, size_t len) {
   felix_err err;
   if (felix_peer_append_reply_decode(body, len, &r, &err)) return link_reset(l, err.msg);
   l->inflight--;
+  l->answered_ms = uv_now(l->b->loop);
   shard *s = l->s;
   if (r.status == FELIX_PS_REFUSED && r.generation > s->ballot.generation) return deposed(l, r.generation, r.message);
   if (r.status != FELIX_PS_OK) return link_reset(l, r.message);

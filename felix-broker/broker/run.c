@@ -167,11 +167,10 @@ static void on_metrics_timer(uv_timer_t *t) {
     if (st.dir_gone || felix_log_dir_deleted(s->log)) shard_refuse(b, s, "its directory was deleted");
     else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
   }
+  bool stalled = false;
   for (shard *s = b->shards; s && !b->stopping; s = s->next)
-    if (s->leading && s->stalled_since_ms) { /* keep the no-quorum age fresh in the report */
-      broker_publish_report(b);
-      break;
-    }
+    if (s->leading && s->stalled_since_ms) stalled = true, peer_log_stall(b, s);
+  if (stalled) broker_publish_report(b); /* keep the no-quorum age fresh in the report */
   if (b->inventory_stale && !b->stopping) broker_publish_inventory(b);
   broker_update_metrics(b);
 }

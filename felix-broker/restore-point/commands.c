@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "felix/exitcode.h"
+#include "felix/fileutil.h"
 #include "felix/jsonnum.h"
 #include "felix/restorepoint.h"
 #include "cli.h"
@@ -296,7 +297,7 @@ int rp_cmd_prune(rp_args *a) {
   int bad = 0;
   if (!rc) rc = visit_points(a->from, collect, &l, &bad);
   if (l.n) qsort(l.items, l.n, sizeof *l.items, newest_first);
-  uint64_t now = (uint64_t)time(NULL) * 1000000u;
+  uint64_t now = felix_now_micros(); /* the points' own clock, to the microsecond: a point made this second is not young at --older-than 0s */
   cJSON *j = cJSON_CreateObject(), *kept = cJSON_AddArrayToObject(j, "kept"), *gone = cJSON_AddArrayToObject(j, "removed");
   cJSON_AddBoolToObject(j, "dry_run", a->dry_run);
   for (size_t i = 0; !rc && i < l.n; i++) {

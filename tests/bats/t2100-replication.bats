@@ -62,3 +62,31 @@ followers_caught_up() {
   produce_acked 201 250
   all_acked_readable
 }
+
+# The control plane moves a leader whose stall outlasts a lease (§4.2 "no
+# quorum"); the leader's log must say, once, whether its own disk or its
+# followers held it back, so the move can be judged afterwards.
+@test "both followers paused: the leader logs one no-quorum line naming each follower, what it held and when it last answered" {
+  produce_acked 1 20
+  wait_until 30 followers_caught_up
+  local f fs=()
+  for f in b1 b2 b3; do [ "$f" = "$LEADER" ] || fs+=("$f"); done
+  for f in "${fs[@]}"; do kill -STOP "$(pid_of "$f")"; done
+  timeout 30 "$CTL" produce r --shard 0 <<<"waits" >/dev/null 2>&1 &
+  local producer=$!
+  wait_until 20 grep -q 'msg="no quorum: written records wait for a majority"' "$C/$LEADER.log" ||
+    { for f in "${fs[@]}"; do kill -CONT "$(pid_of "$f")"; done; fail "no no-quorum line"; }
+  sleep 1.5 # the stall goes on: a second line would come within this (the check runs every 500 ms)
+  for f in "${fs[@]}"; do kill -CONT "$(pid_of "$f")"; done
+  wait "$producer" || true
+  line=$(grep 'msg="no quorum: written records wait for a majority"' "$C/$LEADER.log")
+  [ "$(wc -l <<<"$line")" -eq 1 ] || fail "one line a stall expected: $line"
+  # The log holds the generation's start record and the 20: the leader held
+  # the new one (end 22, leader_held 22, hwm 21); each paused follower held
+  # the 21 and had not answered for at least the line's second.
+  [[ $line == *' hwm=21 end=22 leader_held=22 '* ]] || fail "$line"
+  for f in "${fs[@]}"; do
+    [[ $line =~ $f:ready,held=21,inflight=1,answered_ms_ago=([0-9]+) ]] || fail "$f not named as it stood: $line"
+    [ "${BASH_REMATCH[1]}" -ge 1000 ] || fail "$f answered ${BASH_REMATCH[1]} ms ago: $line"
+  done
+}

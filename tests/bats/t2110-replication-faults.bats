@@ -709,8 +709,11 @@ deposed_leader_with_a_longer_old_tail() {
   wait_until 60 generation_above r/0 "$g"
   wait_until 60 shard_is r/0 Active
   [ "$(leader_of)" != "$L" ]
-  grep -q "leader $L lost: no quorum for" "$C/cp.log"
-  grep -q '^slow ' "$C/ledger.$L"
+  grep -q "leader $L lost: no quorum for" "$C/cp.log" || fail "not moved for want of a quorum"
+  grep -q '^slow ' "$C/ledger.$L" || fail "no slow sync in the ledger"
+  # Its own line says the leader's disk held it back: it held less than it wrote.
+  line=$(grep -m1 'msg="no quorum: written records wait for a majority"' "$C/$L.log") || fail "no no-quorum line"
+  [[ $line =~ \ end=([0-9]+)\ leader_held=([0-9]+)\  ]] && [ "${BASH_REMATCH[2]}" -lt "${BASH_REMATCH[1]}" ] || fail "$line"
   produce_acked 51 100
   rm -f "$C/slow.$L"
   wait_until 60 caught_up "$L"
