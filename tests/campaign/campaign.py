@@ -97,6 +97,16 @@ def one_run(a, i, seed):
     return sch, run_dir, res, time.monotonic() - started
 
 
+def keep_stalls(out, seed, res):
+    """Every leader stall of the campaign, with the run's campaign.log times,
+    in OUT/stalls.log (a passing run's directory is removed)."""
+    if res.get("stalls"):
+        with open(os.path.join(out, "stalls.log"), "a") as f:
+            f.write("seed %d, started %s UTC:\n%s\n" % (seed, time.strftime("%H:%M:%S", time.gmtime(res.get("t0_wall", 0))),
+                                                     schedule.text(res["schedule"])))
+            f.write("".join("  %s\n" % line for line in res["stalls"]))
+
+
 def main(argv):
     a = parse(argv)
     if a.print_schedule:
@@ -120,6 +130,7 @@ def main(argv):
         res["schedule"], res["took"] = sch, took
         net = "network fx%s" % res.get("net_id", "?")
         runs.append(res)
+        keep_stalls(a.out, seed, res)
         v = res.get("violations", [])
         fig = res.get("figures", {})
         if v:

@@ -75,6 +75,20 @@ def broken_invariants(run_dir):
     return hits
 
 
+STALL = 'msg="no quorum: written records wait for a majority"'
+
+
+def stalls(run_dir):
+    """The leaders' no-quorum lines (a stall past a second): kept from every
+    run, passing ones too, so a stall outside any fault can be studied."""
+    out = []
+    for name in sorted(os.listdir(run_dir)):
+        if name.endswith(".log") and name[:1] == "b":
+            out += ["%s: %s" % (name, line.strip()[:600]) for line in open(os.path.join(run_dir, name), errors="replace")
+                    if STALL in line]
+    return out
+
+
 def settle(felix, brokers, lease_s, log):
     """After the final heal: every broker alive and every shard Active for
     two leases in a row (a fault's last effects come up to a lease after
@@ -165,6 +179,7 @@ def main(spec_path):
     finally:
         felix.stop_all()
         result["violations"] += [("broken_invariant", h) for h in broken_invariants(run_dir)]
+        result["stalls"] = stalls(run_dir)
         json.dump(result, open(os.path.join(run_dir, "result.json"), "w"), indent=1)
         log("done: %d violations" % len(result["violations"]))
     return result
@@ -172,6 +187,7 @@ def main(spec_path):
 
 def play(felix, sch, spec, log, result):
     t0 = time.monotonic()
+    result["t0_wall"] = time.time()  # the brokers' log lines carry wall-clock times
     stop = threading.Event()
     mon = Monitor(felix, t0)
     mon.start()
