@@ -57,6 +57,19 @@ static int get_contexts(const ctl_opts *o) {
   return FELIX_EXIT_OK;
 }
 
+/* -o json|yaml of use-context and set-context (created: set-context's
+ * "created", NULL for use-context): what the file now says. */
+static int print_change(const ctl_opts *o, const ctl_config *c, const char *name, const bool *created) {
+  cJSON *doc = cJSON_CreateObject();
+  cJSON_AddItemToObject(doc, "config_file", string_or_null(c->path));
+  cJSON_AddStringToObject(doc, "context", name);
+  if (created) cJSON_AddBoolToObject(doc, "created", *created);
+  cJSON_AddItemToObject(doc, "current_context", string_or_null(c->current));
+  print_document(o, doc);
+  cJSON_Delete(doc);
+  return FELIX_EXIT_OK;
+}
+
 static int unknown_context(const ctl_config *c, const char *name) {
   char known[512] = "";
   for (int i = 0; i < c->n; i++) {
@@ -77,6 +90,7 @@ static int use_context(const ctl_opts *o) {
   if (!ctl_config_find(&c, name)) return unknown_context(&c, name);
   snprintf(c.current, sizeof c.current, "%s", name);
   if ((rc = ctl_config_save(&c)) >= 0) return rc;
+  if (CTL_DOCUMENT(o)) return print_change(o, &c, name, NULL);
   printf("Switched to context \"%s\".\n", name);
   return FELIX_EXIT_OK;
 }
@@ -114,6 +128,7 @@ static int set_context(const ctl_opts *o) {
   if (o->token_file_flag && !absolute_path(o->token_file_flag, x->token_file, sizeof x->token_file))
     return ctl_error(FELIX_EXIT_USAGE, NULL, "--token-file: '%s' is too long a path", o->token_file_flag);
   if ((rc = ctl_config_save(&c)) >= 0) return rc;
+  if (CTL_DOCUMENT(o)) return print_change(o, &c, name, &created);
   printf("Context \"%s\" %s in %s.\n", name, created ? "created" : "modified", c.path);
   if (strcmp(c.current, name)) printf("felixctl config use-context %s makes it the current one.\n", name);
   return FELIX_EXIT_OK;
@@ -148,7 +163,8 @@ const ctl_command ctl_cmd_config_use_context = {
     .summary = "make a context the current one",
     .help = "\n"
             "Makes NAME the current context (exit 3 when the file has no such\n"
-            "context, naming those it has).\n" CONFIG_HELP_TAIL,
+            "context, naming those it has). With -o json: {\"config_file\",\n"
+            "\"context\", \"current_context\"}.\n" CONFIG_HELP_TAIL,
     .run = use_context,
 };
 
@@ -162,6 +178,8 @@ const ctl_command ctl_cmd_config_set_context = {
             "Creates the context NAME (--control-plane is needed then) or changes the\n"
             "settings given. The URL is checked and stored in its normal form; a\n"
             "relative token file is stored as an absolute path. The file is\n"
-            "rewritten whole (comments are not kept) and atomically.\n" CONFIG_HELP_TAIL,
+            "rewritten whole (comments are not kept) and atomically. With -o json:\n"
+            "{\"config_file\", \"context\", \"created\", \"current_context\"} (null where\n"
+            "there is none).\n" CONFIG_HELP_TAIL,
     .run = set_context,
 };

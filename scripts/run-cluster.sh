@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make run: a control plane and three brokers on loopback, data under ./run/,
-# in the foreground with their logs; Ctrl-C drains all four. Running it again
+# in the foreground with their logs; Ctrl-C drains all four (a second Ctrl-C
+# kills them at once). Running it again
 # reuses the same data (and the same tokens).
 #
 # Ports from PORT_BASE (default 7070): the control plane on PORT_BASE,
@@ -64,17 +65,31 @@ Try, from another terminal:
   seq 1 1000 | $BUILD/felixctl produce orders --shard 0
   $BUILD/felixctl consume orders --shard 0 --count 5
   $BUILD/felix-inspect $RUN/b1
-Ctrl-C drains all four.
+Ctrl-C drains all four; a second Ctrl-C kills them at once.
 MSG
 
+# A broker someone paused (SIGSTOP) gets its SIGTERM too: SIGCONT after it.
+# `wait -f`: with job control on, a plain wait also returns when a job is
+# merely stopped, and the script would end with its processes left running.
 stop() {
-  echo "make run: draining..." >&2
-  for ((i = ${#pids[@]} - 1; i >= 1; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null; done
-  for ((i = ${#pids[@]} - 1; i >= 1; i--)); do wait "${pids[$i]}" 2>/dev/null; done
+  trap force INT TERM HUP
+  echo "make run: draining... (Ctrl-C again stops them at once, SIGKILL)" >&2
+  for ((i = ${#pids[@]} - 1; i >= 1; i--)); do kill -TERM "${pids[$i]}" 2>/dev/null; kill -CONT "${pids[$i]}" 2>/dev/null; done
+  for ((i = ${#pids[@]} - 1; i >= 1; i--)); do wait -f "${pids[$i]}" 2>/dev/null; done
   kill -TERM "${pids[0]}" 2>/dev/null
-  wait "${pids[0]}" 2>/dev/null
+  kill -CONT "${pids[0]}" 2>/dev/null
+  wait -f "${pids[0]}" 2>/dev/null
   echo "make run: stopped" >&2
   exit 0
 }
+# The second Ctrl-C: no drain, every process killed (kill -9: the machine
+# stays up, so its page cache keeps what they wrote; the next start recovers).
+force() {
+  trap '' INT TERM HUP
+  kill -KILL "${pids[@]}" 2>/dev/null
+  for p in "${pids[@]}"; do wait -f "$p" 2>/dev/null; done
+  echo "make run: killed" >&2
+  exit 130
+}
 trap stop INT TERM HUP
-wait
+wait -f

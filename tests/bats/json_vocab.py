@@ -20,6 +20,7 @@ for f in os.listdir(schema_dir):
 problems = []
 types = {}  # key -> {json type: where}
 TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+DATE_LIKE = re.compile(r"^\d{4}-\d\d-\d\d([T ]|$)")  # a time under any key: its key must say it is one
 
 def jtype(v):
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(type(v), "null")
@@ -33,6 +34,8 @@ def walk(v, where):
                 types.setdefault(k, {}).setdefault(jtype(x), where)
             if (k.endswith("_at") or k == "timestamp") and x is not None and not (isinstance(x, str) and TIME.match(x)):
                 problems.append("%s: %s = %r is not RFC 3339 with microseconds" % (where, k, x))
+            if isinstance(x, str) and DATE_LIKE.match(x) and not (k.endswith("_at") or k == "timestamp"):
+                problems.append("%s: %s = %r is a time under a key not named *_at" % (where, k, x))
             walk(x, where + "." + k)
     elif isinstance(v, list):
         for x in v:

@@ -60,6 +60,58 @@ print(len(docs))' "$C/watch.out"
   assert_line --regexp '^ID +ALIVE'
 }
 
+# shard list --watch -o yaml in a pipe: a stream of YAML documents, each
+# after a `---` line, printed again only when the list changed.
+@test "shard list --watch -o yaml prints one document per changed list, each after ---" {
+  "$CTL" -o yaml shard list --watch >"$C/watch.yaml" 2>"$C/watch.err" &
+  watcher=$!
+  wait_until 20 test -s "$C/watch.yaml"
+  run -0 "$CTL" stream create y --shards 2 --replicas 3
+  wait_until 30 bash -c "[ \$(grep -c 'state: Active' '$C/watch.yaml') -ge 2 ]"
+  sleep 5 # an observation window: the list no longer changes, so nothing more may be printed
+  kill -INT "$watcher"
+  wait "$watcher" || fail "--watch exited $?: $(cat "$C/watch.err")"
+  run -0 python3 -c '
+import sys
+text = open(sys.argv[1]).read()
+assert text.startswith("---\n"), text[:200]
+docs = text.split("---\n")[1:]
+assert len(docs) >= 2, docs
+assert all(a != b for a, b in zip(docs, docs[1:])), "an unchanged list was printed again"
+assert "stream: y" not in docs[0] and docs[-1].count("state: Active") == 2, docs
+print(len(docs))' "$C/watch.yaml"
+}
+
+# A shard with no leader yet: produce waits --wait for one, then gives up
+# with exit 1 naming the state and the way to wait longer.
+@test "produce --wait gives up on a shard that gets no leader, naming its state" {
+  kill -STOP "$(pid_of b2)" "$(pid_of b3)" # no copy of a new R=3 stream can be made on them
+  run -0 "$CTL" stream create nl --shards 1 --replicas 3
+  run timeout 30 "$CTL" produce nl --shard 0 --wait 1500ms <<<"never-written"
+  kill -CONT "$(pid_of b2)" "$(pid_of b3)"
+  [ "$status" -eq 1 ] || fail "produce exited $status (1 expected): $output"
+  [[ $output =~ "shard nl/0 has no leader (state "[A-Za-z]+") after waiting 1.5 s" ]] || fail "$output"
+  [[ $output == *"--wait gives it longer"* ]] || fail "$output"
+  wait_until 60 shard_is nl/0 Active
+  run -0 "$CTL" produce nl --shard 0 --wait 30s <<<"written"
+  run -0 "$CTL" consume nl --shard 0
+  [ "$output" = written ] || fail "$output"
+}
+
+# --log-level and FELIX_LOG_LEVEL are honoured: warn drops info and debug
+# lines; debug keeps the info ones (its own, "peer link reset" while a link
+# connects, need a leader with an unreachable follower).
+@test "a broker at --log-level warn writes no info line; at FELIX_LOG_LEVEL=debug it keeps them" {
+  broker_start 4 --log-level warn
+  FELIX_LOG_LEVEL=debug broker_start 5
+  wait_until 60 brokers_alive 5
+  stop_process b4 TERM
+  stop_process b5 TERM
+  run grep -c ' level=info \| level=debug ' "$C/b4.log"
+  [ "$output" = 0 ] || fail "b4 at warn wrote $output info or debug lines: $(grep -m3 ' level=info \| level=debug ' "$C/b4.log")"
+  grep -q ' level=info msg=starting ' "$C/b5.log" || fail "b5 at debug dropped its info lines"
+}
+
 # A follower of the shard reads on through a failover: a fetch only reads,
 # so one that fails because the leader died (or its successor is not
 # serving yet) is tried again at the new leader, within --wait.

@@ -105,6 +105,12 @@ incarnation_changed() { [ "$("$CTL" -o json broker list | jget "[b['incarnation'
   assert_output --partial "$new"
   # one replica, its only copy now a stranger: the shard waits, never serves a short copy
   wait_until 60 shard_is s/0 NoCaughtUpReplica
+  # Waiting cannot change NoCaughtUpReplica (an operator decides): produce
+  # fails at once, naming it, whatever --wait (timeout would exit 124).
+  run timeout 20 "$CTL" produce s --shard 0 --wait 60s <<<"never-written"
+  [ "$status" -eq 1 ] || fail "produce exited $status (1 expected, 124: it waited): $output"
+  [[ $output == *"shard s/0 is NoCaughtUpReplica: no copy can serve it"* ]] || fail "$output"
+  [[ $output == *"placement abandon s/0"* ]] || fail "no hint naming the way out: $output"
 }
 
 @test "a control-plane restart loses no stream, shard or generation" {

@@ -67,6 +67,51 @@ last_line_of() { grep -n -- "$1" "$C/run.log" | tail -n 1 | cut -d: -f1 || true;
   RUN_PID=
 }
 
+# A broker paused with SIGSTOP: the script neither ends on it (with job
+# control a plain `wait` returns when a job stops, and the processes were
+# left running) nor hangs on it at Ctrl-C (its SIGTERM waits for a SIGCONT).
+@test "make run: a paused broker neither ends the script nor stops its drain at Ctrl-C" {
+  setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
+    bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
+  RUN_PID=$!
+  wait_until 30 grep -q "^Felix is running" "$C/run.out"
+  eval "$(grep '^  export ' "$C/run.out")"
+  wait_until 60 brokers_alive 3
+  b2=$(pgrep -f -- "--id b2 --data-dir $C/run/b2") || fail "no b2"
+  kill -STOP "$b2"
+  sleep 1 # an observation window: the script must still be there after it
+  kill -0 "$RUN_PID" || fail "the script ended when b2 was paused"
+  kill -INT -- "-$RUN_PID"
+  wait_exit "$RUN_PID" 60
+  RUN_PID=
+  [ "$(grep -c 'msg="drained: run-state state=stopped"' "$C/run.log")" -eq 3 ] || fail "$(cat "$C/run.log")"
+  run ! pgrep -f -- "$C/run/"
+}
+
+# The second Ctrl-C kills: here the control plane is paused, so the drain
+# cannot finish, and the second SIGINT must end every process anyway.
+@test "make run: a second Ctrl-C during the drain kills every process and exits 130" {
+  setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
+    bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
+  RUN_PID=$!
+  wait_until 30 grep -q "^Felix is running" "$C/run.out"
+  eval "$(grep '^  export ' "$C/run.out")"
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create orders --shards 3 --replicas 3
+  wait_until 30 shards_active 3
+  kill -STOP "$(pgrep -f -- "control-plane --listen 127.0.0.1:$PORT_BASE --db $C/run/")"
+  kill -INT -- "-$RUN_PID"
+  wait_until 10 grep -q 'make run: draining' "$C/run.log"
+  kill -INT -- "-$RUN_PID"
+  wait_exit "$RUN_PID" 30
+  rc=0
+  wait "$RUN_PID" || rc=$?
+  RUN_PID=
+  [ "$rc" -eq 130 ] || fail "exit $rc, 130 expected"
+  grep -q 'make run: killed' "$C/run.log" || fail "$(tail -5 "$C/run.log")"
+  run ! pgrep -f -- "$C/run/"
+}
+
 @test "make run refuses a PORT_BASE that is not a port, naming it" {
   run -2 env PORT_BASE=70x RUN_DIR="$C/run" BUILD="$FELIX_BUILD" bash "$REPO_ROOT/scripts/run-cluster.sh"
   assert_output "make run: PORT_BASE=70x is not a port number"

@@ -34,12 +34,15 @@ metric_is() {
   if [ "$1" = cp ]; then text=$(cp_metrics); else text=$(broker_metrics "$1"); fi
   [ "$(sample "$text" "$2")" = "$3" ]
 }
-metric_above() {
+# metric_above / metric_below WHERE NAME{LABELS} VALUE — the sample is present and above (below) VALUE.
+metric_compare() {
   local text v
-  if [ "$1" = cp ]; then text=$(cp_metrics); else text=$(broker_metrics "$1"); fi
-  v=$(sample "$text" "$2")
-  [ -n "$v" ] && python3 -c "import sys; sys.exit(0 if float('$v') > float('$3') else 1)"
+  if [ "$2" = cp ]; then text=$(cp_metrics); else text=$(broker_metrics "$2"); fi
+  v=$(sample "$text" "$3")
+  [ -n "$v" ] && python3 -c "import sys; a, b = float('$v'), float('$4'); sys.exit(0 if (a > b if '$1' == 'above' else a < b) else 1)"
 }
+metric_above() { metric_compare above "$@"; }
+metric_below() { metric_compare below "$@"; }
 pause() { kill -STOP "$(pid_of "$1")"; }
 resume() { kill -CONT "$(pid_of "$1")"; }
 leader_of_m0() { "$CTL" -o json shard describe m/0 | jget 'j["leader"] or ""'; }
@@ -98,6 +101,12 @@ for p in d["panels"]:
     "$REPO_ROOT/docs/grafana/felix.json" | sort -u)
   unknown=$(comm -23 <(echo "$used") <(echo "$families"))
   [ -z "$unknown" ] || fail "the dashboard names families nothing serves: $unknown"
+  # and it has a panel for each figure the issue asks operators be shown
+  required=$(printf '%s\n' felix_follower_lag_records felix_cp_under_replicated_shards felix_cp_shards \
+    felix_cp_broker_lease_age_seconds felix_publish_latency_seconds felix_received_bytes_total felix_sent_bytes_total \
+    felix_disk_free_bytes felix_heartbeat_age_seconds felix_build_info | sort -u)
+  missing=$(comm -13 <(echo "$used") <(echo "$required"))
+  [ -z "$missing" ] || fail "the dashboard has no panel for: $missing"
   # the other endpoints still want the admin token
   run -0 curl -s -o /dev/null -w '%{http_code}' "$FELIX_CONTROL_PLANE/v1/cluster"
   assert_output 401
@@ -126,6 +135,12 @@ for p in d["panels"]:
   [ $((free > df_free ? free - df_free : df_free - free)) -lt $((64 << 20)) ] || fail "disk free $free, df says $df_free"
   [ "$(sample "$text" felix_disk_size_bytes)" -ge "$free" ]
   python3 -c "import sys; sys.exit(0 if float('$(sample "$text" felix_heartbeat_age_seconds)') < 5 else 1)" || fail "$text"
+  # The age grows while the control plane answers nothing, and falls back
+  # once it answers again.
+  pause cp
+  wait_until 20 metric_above "$n" felix_heartbeat_age_seconds 3 || { resume cp; fail "the age did not grow past 3 s"; }
+  resume cp
+  wait_until 30 metric_below "$n" felix_heartbeat_age_seconds 3
   # a paused follower falls behind by what was produced meanwhile, and catches up once resumed
   set -- $(for b in b1 b2 b3; do [ "$b" = "$L" ] || echo "$b"; done)
   F=$1 O=$2

@@ -50,7 +50,8 @@ save() {
   save shard-list shard list
   save shard-describe shard describe s/0
   save placement-history placement history s/0
-  "$CTL" config set-context here --control-plane "$FELIX_CONTROL_PLANE" >/dev/null
+  save config-set-context config set-context here --control-plane "$FELIX_CONTROL_PLANE"
+  save config-use-context config use-context here
   save config-get-contexts config get-contexts
   save version version
   # a control plane that lost its database knows no stream: adopt brings s back
@@ -81,12 +82,15 @@ save() {
   done
 }
 
-@test "the vocabulary check goes red: a capitalised key, a key with two types, a time without microseconds, a schema violation" {
+@test "the vocabulary check goes red: a capitalised key, a key with two types, a time without microseconds or under another key, a schema violation" {
   mkdir -p "$W/bad"
   echo '{"version": "0.1.0", "Active": 1}' >"$W/bad/version.json"
   run -1 python3 "$CHECK" "$SCHEMAS" "$W/bad"
   assert_output --partial "key 'Active' is not snake_case"
   assert_output --partial "Additional properties are not allowed"
+  echo '{"version": "2026-12-06T03:47:12.000000Z"}' >"$W/bad/version.json"
+  run -1 python3 "$CHECK" "$SCHEMAS" "$W/bad"
+  assert_output --partial "version = '2026-12-06T03:47:12.000000Z' is a time under a key not named *_at"
   rm "$W/bad/version.json"
   echo '{"offset": 1, "timestamp": "2026-12-06T03:47:12Z", "payload_b64": "eA=="}' >"$W/bad/consume.jsonl"
   echo '{"stream": "s", "shard": 0, "count": "1", "first_offset": 1, "last_offset": 1}' >"$W/bad/produce.jsonl"
