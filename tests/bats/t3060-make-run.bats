@@ -48,14 +48,20 @@ shards_active() { [ "$("$CTL" -o json cluster status | jget 'j["shards_active"]'
 # The last line of the run log that matches $1 (its number), 0 when none does.
 last_line_of() { grep -n -- "$1" "$C/run.log" | tail -n 1 | cut -d: -f1 || true; }
 
-@test "Ctrl-C (SIGINT to the script's process group, as a terminal sends it) drains the brokers before the control plane" {
-  # a job bats starts ignores SIGINT, a command typed at a terminal does not
+# interactive_run — make run's script as a terminal starts it (a job bats
+# starts ignores SIGINT, a command typed at a terminal does not), its exports
+# taken, its three brokers alive; RUN_PID is the script's.
+interactive_run() {
   setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
     bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
   RUN_PID=$!
   wait_until 30 grep -q "^Felix is running" "$C/run.out"
   eval "$(grep '^  export ' "$C/run.out")"
   wait_until 60 brokers_alive 3
+}
+
+@test "Ctrl-C (SIGINT to the script's process group, as a terminal sends it) drains the brokers before the control plane" {
+  interactive_run
   run -0 "$CTL" stream create orders --shards 3 --replicas 3
   wait_until 30 shards_active 3
   kill -INT -- "-$RUN_PID" # the terminal's signal: to the foreground group, the script's
@@ -71,12 +77,7 @@ last_line_of() { grep -n -- "$1" "$C/run.log" | tail -n 1 | cut -d: -f1 || true;
 # control a plain `wait` returns when a job stops, and the processes were
 # left running) nor hangs on it at Ctrl-C (its SIGTERM waits for a SIGCONT).
 @test "make run: a paused broker neither ends the script nor stops its drain at Ctrl-C" {
-  setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
-    bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
-  RUN_PID=$!
-  wait_until 30 grep -q "^Felix is running" "$C/run.out"
-  eval "$(grep '^  export ' "$C/run.out")"
-  wait_until 60 brokers_alive 3
+  interactive_run
   b2=$(pgrep -f -- "--id b2 --data-dir $C/run/b2") || fail "no b2"
   kill -STOP "$b2"
   sleep 1 # an observation window: the script must still be there after it
@@ -91,12 +92,7 @@ last_line_of() { grep -n -- "$1" "$C/run.log" | tail -n 1 | cut -d: -f1 || true;
 # The second Ctrl-C kills: here the control plane is paused, so the drain
 # cannot finish, and the second SIGINT must end every process anyway.
 @test "make run: a second Ctrl-C during the drain kills every process and exits 130" {
-  setsid env --default-signal=INT PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
-    bash "$REPO_ROOT/scripts/run-cluster.sh" >"$C/run.out" 2>"$C/run.log" &
-  RUN_PID=$!
-  wait_until 30 grep -q "^Felix is running" "$C/run.out"
-  eval "$(grep '^  export ' "$C/run.out")"
-  wait_until 60 brokers_alive 3
+  interactive_run
   run -0 "$CTL" stream create orders --shards 3 --replicas 3
   wait_until 30 shards_active 3
   kill -STOP "$(pgrep -f -- "control-plane --listen 127.0.0.1:$PORT_BASE --db $C/run/")"
