@@ -231,8 +231,8 @@ void peer_pump(broker *b, shard *s);          /* ships what the leader wrote; re
 void peer_add_pending_ack(broker *b, shard *s, conn *c, uint32_t corr, int policy, const felix_appended *a);
 void peer_fail_pending_acks(broker *b, shard *s, const char *why);
 void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledgements now due */
-/* Half the default control-plane lease (5 s): the line comes before the
- * control plane acts on a stall, with lease 2 s too. */
+/* A fifth of the default control-plane lease (5 s), half the campaign's
+ * (2 s): the line comes before the control plane acts on a stall. */
 #define PEER_STALL_LOG_MS 1000
 void peer_log_stall(broker *b, shard *s);      /* one warn line a stall longer than PEER_STALL_LOG_MS */
 void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);

@@ -35,19 +35,30 @@ teardown() {
   [ "${#lines[@]}" -eq 50 ]
 }
 
-# --watch in a pipe: the output again only when it changed, one JSON
-# document per line with -o json; SIGINT ends it with exit 0.
-@test "cluster status --watch prints each changed state once and exits 0 on SIGINT" {
-  "$CTL" -o json cluster status --watch >"$C/watch.out" 2>"$C/watch.err" &
+# watch_start OUT ARGS... — felixctl ARGS --watch into OUT, until its first output.
+watch_start() {
+  local out=$1
+  shift
+  "$CTL" "$@" --watch >"$out" 2>"$C/watch.err" &
   watcher=$!
-  wait_until 20 test -s "$C/watch.out"
-  run -0 "$CTL" stream create w --shards 1 --replicas 3
-  wait_until 30 bash -c "tail -n 1 '$C/watch.out' | grep -q '\"shards_active\":1,'"
-  # An observation window, not a wait for a condition: the state no longer
-  # changes, and the two or three refreshes in it must print nothing.
+  wait_until 20 test -s "$out"
+}
+# watch_settle_and_stop — an observation window, not a wait for a condition:
+# what is watched no longer changes, and the two or three refreshes in it
+# must print nothing; then SIGINT ends the watch with exit 0.
+watch_settle_and_stop() {
   sleep 5
   kill -INT "$watcher"
   wait "$watcher" || fail "--watch exited $?: $(cat "$C/watch.err")"
+}
+
+# --watch in a pipe: the output again only when it changed, one JSON
+# document per line with -o json; SIGINT ends it with exit 0.
+@test "cluster status --watch prints each changed state once and exits 0 on SIGINT" {
+  watch_start "$C/watch.out" -o json cluster status
+  run -0 "$CTL" stream create w --shards 1 --replicas 3
+  wait_until 30 bash -c "tail -n 1 '$C/watch.out' | grep -q '\"shards_active\":1,'"
+  watch_settle_and_stop
   run -0 python3 -c '
 import json, sys
 docs = [json.loads(l) for l in open(sys.argv[1])]
@@ -63,14 +74,10 @@ print(len(docs))' "$C/watch.out"
 # shard list --watch -o yaml in a pipe: a stream of YAML documents, each
 # after a `---` line, printed again only when the list changed.
 @test "shard list --watch -o yaml prints one document per changed list, each after ---" {
-  "$CTL" -o yaml shard list --watch >"$C/watch.yaml" 2>"$C/watch.err" &
-  watcher=$!
-  wait_until 20 test -s "$C/watch.yaml"
+  watch_start "$C/watch.yaml" -o yaml shard list
   run -0 "$CTL" stream create y --shards 2 --replicas 3
   wait_until 30 bash -c "[ \$(grep -c 'state: Active' '$C/watch.yaml') -ge 2 ]"
-  sleep 5 # an observation window: the list no longer changes, so nothing more may be printed
-  kill -INT "$watcher"
-  wait "$watcher" || fail "--watch exited $?: $(cat "$C/watch.err")"
+  watch_settle_and_stop
   run -0 python3 -c '
 import sys
 text = open(sys.argv[1]).read()
