@@ -59,6 +59,8 @@ setup() {
   [ "$status" -eq 0 ] || fail "the campaign failed (exit $status); the failed runs are kept under $out"
   [ "$(grep -c '^run [0-9]/3 seed [0-9]*: ok' <<<"$output")" -eq 3 ] || fail "not three passing runs"
   grep -q '^| felix | 3 | 0 |' "$out/campaign-report.md" || fail "the report does not show 3 runs, 0 failed: $(cat "$out/campaign-report.md")"
+  grep -q '^## Leader stalls in a stretch with no fault$' "$out/campaign-report.md" || fail "the report lists no leader stalls section"
+  [[ $output == *"leader stalls with no fault"* ]] || fail "the runs' lines do not count the leader stalls with no fault"
   # every namespace the runs made is gone
   nets=$(sed -n 's/^run .*, network \(fx[a-z0-9]*\)).*/\1/p' <<<"$output")
   [ "$(wc -w <<<"$nets")" -eq 3 ] || fail "three runs' networks expected: $nets"

@@ -139,8 +139,9 @@ def main(argv):
             if a.stop_on_failure:
                 break
         else:
-            print("run %d/%d seed %d: ok (%.0f s, %s): %d quorum and %d leader records acknowledged, %d leader-acked lost"
-                  % (i + 1, a.runs, seed, took, net, fig.get("acked_quorum", 0), fig.get("acked_leader", 0), fig.get("lost_leader", 0)), flush=True)
+            print("run %d/%d seed %d: ok (%.0f s, %s): %d quorum and %d leader records acknowledged, %d leader-acked lost, %d leader stalls with no fault"
+                  % (i + 1, a.runs, seed, took, net, fig.get("acked_quorum", 0), fig.get("acked_leader", 0), fig.get("lost_leader", 0),
+                     fig.get("quiet_stalls", 0)), flush=True)
             if not a.keep:
                 shutil.rmtree(run_dir, ignore_errors=True)
     text = report.write(runs, a, os.path.join(a.out, "campaign-report.md"))

@@ -6,6 +6,8 @@ timeline of shard states and its events, and the final read of every shard
 after the final heal. Output: a list of violations (each names the check,
 the shard, offsets and brokers) and the figures for the report.
 """
+import datetime
+import re
 import statistics
 
 
@@ -127,6 +129,30 @@ def check_false_failovers(timeline, events, faults, lease_s, t_faults_end, viola
         if kind == "lease_lapsed" and t <= t_faults_end and not in_window(t, windows, slack=1.5):
             figures["false_failovers"] += 1
             violations.append(("false_lease_lapse", "at %.1f s, in a stretch with no fault: %s" % (t, text)))
+
+
+STALL_TS = re.compile(r" ts=(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z .*\bfor_ms=(\d+)")
+
+
+def quiet_stalls(lines, t0_wall, faults, lease_s, t_faults_end):
+    """The leaders' no-quorum lines (a leader that held written records for
+    over a second without a majority) whose stall began in a stretch with
+    no fault: a failover that did not happen yet, the figure that would
+    have shown seed 10690's two false failovers coming. Returns
+    [(t, line)], t on the run's clock; the line's ts is when it was logged,
+    for_ms how long the stall had lasted then."""
+    windows = fault_windows(faults, lease_s)
+    out = []
+    for line in lines:
+        m = STALL_TS.search(line)
+        if not m:
+            continue
+        logged = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S" + (".%f" if "." in m.group(1) else ""))
+        wall = logged.replace(tzinfo=datetime.timezone.utc).timestamp()
+        t = wall - int(m.group(2)) / 1000.0 - t0_wall
+        if 0 <= t <= t_faults_end and not in_window(t, windows):
+            out.append((round(t, 1), line))
+    return out
 
 
 def uncovered(a, b, windows):

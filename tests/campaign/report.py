@@ -50,11 +50,12 @@ def table(runs, a, peer="felix"):
     tot, kinds, avail, never, pavail, pnever, outage = figures(runs)
     failed = [r for r in runs if r.get("violations")]
     lines = [
-        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | unreadable | false failovers (fault-free s checked) | abandons: stated risk / acknowledged lost |",
-        "|---|---|---|---|---|---|---|---|---|",
-        "| %s | %d | %d | %d | %d / %d | %d / %d | %d | %d (%d s) | %d: %d / %d |" % (
+        "| peer | runs | failed | faults | acknowledged (quorum / leader) | lost (quorum / leader) | unreadable | false failovers (fault-free s checked) | leader stalls with no fault | abandons: stated risk / acknowledged lost |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        "| %s | %d | %d | %d | %d / %d | %d / %d | %d | %d (%d s) | %d | %d: %d / %d |" % (
             peer, len(runs), len(failed), sum(kinds.values()), tot["acked_quorum"], tot["acked_leader"],
             tot["lost_quorum"], tot["lost_leader"], tot["unreadable"], tot["false_failovers"], tot["fault_free_s"],
+            tot["quiet_stalls"],
             sum(len(r.get("abandons", [])) for r in runs), tot["abandoned_risk"], tot["abandoned_lost"]),
         "",
         "Availability, seconds: from a fault's end until every shard is `Active`; the longest stretch with a shard",
@@ -90,11 +91,14 @@ def write(runs, a, path):
             fails.append("- seed %d: **%s** %s" % (r["schedule"]["seed"], kind, text))
     ncr = ["- seed %d, %.1f s: %s: %s" % (r["schedule"]["seed"], t, shard, detail)
            for r in runs for t, shard, detail in r.get("no_caught_up_replica", [])]
+    quiet = ["- seed %d, began at %.1f s: %s" % (r["schedule"]["seed"], t, line)
+             for r in runs for t, line in r.get("quiet_stalls", [])]
     plot = plot_runs(runs, os.path.join(os.path.dirname(path), "campaign-plot.png"))
     with open(path, "w") as out:
         out.write(head + body + "\n\n")
         out.write("## Violations\n\n" + ("\n".join(fails) if fails else "None.") + "\n\n")
         out.write("## Every NoCaughtUpReplica, with the control plane's cause\n\n" + ("\n".join(ncr) if ncr else "None.") + "\n\n")
+        out.write("## Leader stalls in a stretch with no fault\n\n" + ("\n".join(quiet) if quiet else "None.") + "\n\n")
         out.write("## Plot\n\n" + plot + "\n")
     return body
 

@@ -180,6 +180,10 @@ def main(spec_path):
         felix.stop_all()
         result["violations"] += [("broken_invariant", h) for h in broken_invariants(run_dir)]
         result["stalls"] = stalls(run_dir)
+        if "figures" in result:  # judged: the run reached its checks
+            quiet = check.quiet_stalls(result["stalls"], result["t0_wall"], result["faults"], felix.lease_s, result["t_faults_end"])
+            result["quiet_stalls"] = quiet
+            result["figures"]["quiet_stalls"] = len(quiet)
         json.dump(result, open(os.path.join(run_dir, "result.json"), "w"), indent=1)
         log("done: %d violations" % len(result["violations"]))
     return result
@@ -206,6 +210,7 @@ def play(felix, sch, spec, log, result):
     if not inj.done.wait(max(0.1, faults_end - (time.monotonic() - t0) + 60)):
         result["violations"].append(("harness", "the schedule did not finish a minute after its last fault's end"))
     t_end = time.monotonic() - t0
+    result["t_faults_end"] = t_end
     stop.set()
     for p in prods:
         p.join(30)

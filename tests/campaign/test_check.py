@@ -1,6 +1,7 @@
 """test_check.py — the checker's rules on made-up observations, each case a
 run that must fail (or pass) for one reason: python3 -m unittest test_check
 (t5020 runs it)."""
+import datetime
 import os
 import sys
 import threading
@@ -155,6 +156,35 @@ class FalseFailovers(unittest.TestCase):
     def test_lease_lapse_in_a_fault(self):
         v, _ = self.run_check(self.TL, [(13.0, "lease_lapsed", "lease of b2 lapsed")])
         self.assertEqual(v, [])
+
+
+class QuietStalls(unittest.TestCase):
+    T0 = 1796637600.0  # 2026-12-07T10:00:00Z, the run's clock 0
+
+    def line(self, logged_s, for_ms):
+        at = datetime.datetime.fromtimestamp(self.T0 + logged_s, datetime.timezone.utc)
+        ts = at.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (at.microsecond // 1000)
+        return ('b1.log: ts=%s level=warn msg="no quorum: written records wait for a majority" shard=q_0-ab for_ms=%d hwm=1 end=2'
+                % (ts, for_ms))
+
+    def quiet(self, *lines):
+        return check.quiet_stalls(list(lines), self.T0, FAULT, 2.0, 60.0)
+
+    def test_a_stall_that_began_in_a_fault_window(self):
+        self.assertEqual(self.quiet(self.line(12.0, 1500)), [])
+
+    def test_a_stall_that_began_in_a_quiet_stretch(self):
+        q = self.quiet(self.line(27.3, 1300))
+        self.assertEqual([t for t, _ in q], [26.0])
+
+    def test_logged_after_the_window_but_began_inside_it(self):
+        self.assertEqual(self.quiet(self.line(20.5, 2000)), [])  # began at 18.5, window ends at 19
+
+    def test_after_the_traffic_stopped(self):
+        self.assertEqual(self.quiet(self.line(62.0, 1000)), [])  # began at 61, after the run's faults ended (60)
+
+    def test_a_line_without_a_time_is_not_counted(self):
+        self.assertEqual(self.quiet("b1.log: level=warn for_ms=1000"), [])
 
 
 class Availability(unittest.TestCase):
