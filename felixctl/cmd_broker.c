@@ -72,7 +72,7 @@ const ctl_command ctl_cmd_broker_list = {
             "Options:\n"
             "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
             "                  screen is redrawn; in a pipe an output is printed only\n"
-            "                  when it changed\n"
+            "                  when it changed (lease ages aside)\n"
             "\n"
             "One row per broker the control plane knows, alive or not. ALIVE is yes\n"
             "while the broker's lease holds. STORAGE_ID is the identity of its data\n"

@@ -50,7 +50,7 @@ const ctl_command ctl_cmd_cluster_status = {
             "Options:\n"
             "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
             "                  screen is redrawn; in a pipe an output is printed only\n"
-            "                  when it changed\n"
+            "                  when it changed (lease ages aside)\n"
             "\n"
             "Asks the control plane for a summary of the cluster: its instance and\n"
             "start time, the broker lease, how many brokers are alive, how many\n"

@@ -139,7 +139,7 @@ const ctl_command ctl_cmd_shard_list = {
             "                  NoCaughtUpReplica\n"
             "  --watch         run again every 2 s until Ctrl-C: on a terminal the\n"
             "                  screen is redrawn; in a pipe an output is printed only\n"
-            "                  when it changed\n"
+            "                  when it changed (lease ages aside)\n"
             "\n"
             "Shards are sorted by stream, then shard. REPLICAS lists the brokers\n"
             "placed to hold a copy. With -o json, prints the control plane's array of\n"

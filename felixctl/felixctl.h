@@ -119,6 +119,11 @@ typedef struct ctl_reply {
 } ctl_reply;
 
 int ctl_http(const ctl_opts *o, const char *method, const char *path, const char *body, ctl_reply *out);
+/* watch.c: in a --watch child, ctl_http hands each answer here; it is
+ * written to ctl_watch_key without its ages, what the watch compares
+ * (NULL: not watching, nothing written). */
+extern FILE *ctl_watch_key;
+void ctl_watch_note_reply(const cJSON *json);
 void ctl_reply_free(ctl_reply *r);
 void ctl_http_global_init(void);
 void ctl_http_global_cleanup(void);

@@ -178,5 +178,6 @@ int ctl_http(const ctl_opts *o, const char *method, const char *path, const char
                      "the control plane at %s answered %s %s with something that is not JSON", o->control_plane,
                      method, path);
   }
+  ctl_watch_note_reply(out->json);
   return 0;
 }

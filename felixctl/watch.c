@@ -5,8 +5,12 @@
  * (as kubectl -w), after a line with the time in table mode, alone with -o
  * json (one JSON document per line). A failed request is printed and the
  * watch goes on: the control plane may be restarting. SIGINT or SIGTERM
- * ends it with exit 0. */
+ * ends it with exit 0. What is compared is not the printed text but the
+ * control plane's answers without their ages (keys ending in _age_ms: a
+ * lease age differs on every refresh), and the errors: a broker list whose
+ * brokers did not change is not printed again because a second passed. */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,42 +27,101 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { stop = sig; }
 
-/* All of fd into a malloc'd string. */
-static char *read_all(int fd) {
-  size_t n = 0, cap = 4096;
-  char *buf = malloc(cap);
-  for (ssize_t k; buf; n += (size_t)k) {
-    if (n + 1024 > cap && !(buf = realloc(buf, cap *= 2))) break;
-    k = read(fd, buf + n, cap - n - 1);
-    if (k < 0 && errno == EINTR) k = 0;
-    else if (k <= 0) break;
+FILE *ctl_watch_key;
+
+/* Without the members whose name ends in _age_ms, at any depth. */
+static void drop_ages(cJSON *j) {
+  for (cJSON *x = j ? j->child : NULL, *next; x; x = next) {
+    next = x->next;
+    size_t n = x->string ? strlen(x->string) : 0;
+    if (n > 7 && !strcmp(x->string + n - 7, "_age_ms")) cJSON_Delete(cJSON_DetachItemViaPointer(j, x));
+    else drop_ages(x);
   }
-  if (buf) buf[n] = '\0';
-  return buf;
 }
 
-/* Runs the command once in a child; its stdout into *out, its stderr into *err. */
-static void run_once(const ctl_command *c, const ctl_opts *o, char **out, char **err) {
-  int po[2], pe[2];
-  *out = *err = NULL;
-  if (pipe(po) != 0 || pipe(pe) != 0) return;
+void ctl_watch_note_reply(const cJSON *json) {
+  if (!ctl_watch_key) return;
+  cJSON *copy = cJSON_Duplicate(json, true);
+  drop_ages(copy);
+  char *text = copy ? cJSON_PrintUnformatted(copy) : NULL;
+  /* no key (out of memory): a pid differs on every refresh, so it is a
+   * change, printed once too often rather than missed */
+  if (text) fprintf(ctl_watch_key, "%s\n", text);
+  else fprintf(ctl_watch_key, "unkeyed %ld\n", (long)getpid());
+  free(text);
+  cJSON_Delete(copy);
+}
+
+typedef struct grown {
+  char *buf;
+  size_t n, cap;
+  bool failed;
+} grown;
+
+/* Reads what is there on fd into g; false at its end (or an error). */
+static bool read_some(int fd, grown *g) {
+  if (g->n + 1024 > g->cap) {
+    char *b = realloc(g->buf, g->cap = g->cap ? 2 * g->cap : 4096);
+    if (!b) return g->failed = true, false;
+    g->buf = b;
+  }
+  ssize_t k = read(fd, g->buf + g->n, g->cap - g->n - 1);
+  if (k < 0 && errno == EINTR) return true;
+  if (k <= 0) return false;
+  g->n += (size_t)k;
+  return true;
+}
+
+/* Every fd to its end, at once (one that fills its pipe cannot block the
+ * child while another is read); out[i] malloc'd, NULL when it failed. */
+static void read_all(int *fds, int nfds, char **out) {
+  struct pollfd p[3];
+  grown g[3] = {{0}};
+  int open = nfds;
+  for (int i = 0; i < nfds; i++) p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+  while (open > 0) {
+    if (poll(p, (nfds_t)nfds, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < nfds; i++)
+      if (p[i].fd >= 0 && p[i].revents && !read_some(p[i].fd, &g[i])) p[i].fd = -1, open--;
+  }
+  for (int i = 0; i < nfds; i++) {
+    if (!g[i].failed && !g[i].buf) g[i].buf = malloc(1);
+    if (g[i].failed || !g[i].buf) free(g[i].buf), g[i].buf = NULL;
+    else g[i].buf[g[i].n] = '\0';
+    out[i] = g[i].buf;
+  }
+}
+
+/* Runs the command once in a child: its stdout, its stderr and the key of
+ * its answers (ctl_watch_note_reply) into out[0..2]. */
+static void run_once(const ctl_command *c, const ctl_opts *o, char **out) {
+  int p[3][2], mine[3];
+  out[0] = out[1] = out[2] = NULL;
+  if (pipe(p[0]) != 0) return;
+  if (pipe(p[1]) != 0) return close(p[0][0]), close(p[0][1]), (void)0;
+  if (pipe(p[2]) != 0) return close(p[0][0]), close(p[0][1]), close(p[1][0]), close(p[1][1]), (void)0;
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(po[1], STDOUT_FILENO);
-    dup2(pe[1], STDERR_FILENO);
-    close(po[0]), close(pe[0]), close(po[1]), close(pe[1]);
+    dup2(p[0][1], STDOUT_FILENO);
+    dup2(p[1][1], STDERR_FILENO);
+    ctl_watch_key = fdopen(p[2][1], "w");
+    for (int i = 0; i < 3; i++) close(p[i][0]);
+    close(p[0][1]), close(p[1][1]);
     int rc = c->run(o);
     fflush(stdout);
+    if (ctl_watch_key) fclose(ctl_watch_key);
     _exit(rc);
   }
-  close(po[1]), close(pe[1]);
+  for (int i = 0; i < 3; i++) close(p[i][1]), mine[i] = p[i][0];
   if (pid > 0) {
-    *out = read_all(po[0]); /* stdout first: a command's stderr is a line or two, never a full pipe */
-    *err = read_all(pe[0]);
+    read_all(mine, 3, out);
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
   }
-  close(po[0]), close(pe[0]);
+  for (int i = 0; i < 3; i++) close(mine[i]);
 }
 
 static void show(const ctl_command *c, const ctl_opts *o, const char *out, const char *err, bool tty) {
@@ -83,17 +146,19 @@ int ctl_watch(const ctl_command *c, const ctl_opts *o) {
   bool tty = isatty(STDOUT_FILENO);
   char *last = NULL;
   while (!stop) {
-    char *out, *err;
-    run_once(c, o, &out, &err);
-    if (!out || !err) {
-      free(out), free(err), free(last);
+    char *got[3];
+    run_once(c, o, got);
+    char *out = got[0], *err = got[1], *key = got[2];
+    if (!out || !err || !key) {
+      free(out), free(err), free(key), free(last);
       return ctl_error(FELIX_EXIT_FAILURE, NULL, "--watch: cannot run the command: %s", strerror(errno));
     }
-    size_t n = strlen(out) + strlen(err) + 1;
+    /* no answer (the control plane is down): its error is what changes */
+    size_t n = strlen(key) + strlen(err) + 1;
     char *both = malloc(n + 1);
-    if (both) snprintf(both, n + 1, "%s\x1f%s", out, err);
+    if (both) snprintf(both, n + 1, "%s\x1f%s", key, err);
     if (tty || !last || !both || strcmp(both, last)) show(c, o, out, err, tty);
-    free(out), free(err), free(last);
+    free(out), free(err), free(key), free(last);
     last = both;
     struct timespec t = {WATCH_INTERVAL_MS / 1000, (WATCH_INTERVAL_MS % 1000) * 1000000L};
     while (!stop && nanosleep(&t, &t) != 0 && errno == EINTR) {}

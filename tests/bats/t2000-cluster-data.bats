@@ -14,6 +14,7 @@ setup() {
 }
 
 teardown() {
+  [ -z "${watcher:-}" ] || kill "$watcher" 2>/dev/null || true # a failed --watch test leaves it running
   cluster_teardown
   if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
 }
@@ -71,6 +72,27 @@ print(len(docs))' "$C/watch.out"
   assert_line --regexp '^ID +ALIVE'
 }
 
+# broker list --watch in a pipe: the lease ages differ on every refresh,
+# and are not a change; a broker that stops is.
+@test "broker list --watch prints again when a broker changes, not when only its lease age does" {
+  watch_start "$C/brokers.json" -o json broker list
+  sleep 5 # an observation window: three refreshes with nothing changed but the ages
+  [ "$(wc -l <"$C/brokers.json")" -eq 1 ] || fail "printed again with only the ages changed: $(cat "$C/brokers.json")"
+  stop_process b3 TERM
+  wait_until 30 python3 -c '
+import json, sys
+last = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+sys.exit(0 if [b["alive"] for b in last if b["id"] == "b3"] == [False] else 1)' "$C/brokers.json"
+  kill -INT "$watcher"
+  wait "$watcher" || fail "--watch exited $?: $(cat "$C/watch.err")"
+  run -0 python3 -c '
+import json, sys
+docs = [json.loads(l) for l in open(sys.argv[1])]
+assert all(b["alive"] for b in docs[0]) and len(docs[0]) == 3, docs[0]
+assert all("lease_age_ms" in b for d in docs for b in d), "the ages are still printed"
+print(len(docs))' "$C/brokers.json"
+}
+
 # shard list --watch -o yaml in a pipe: a stream of YAML documents, each
 # after a `---` line, printed again only when the list changed.
 @test "shard list --watch -o yaml prints one document per changed list, each after ---" {
@@ -117,6 +139,29 @@ print(len(docs))' "$C/watch.yaml"
   run grep -c ' level=info \| level=debug ' "$C/b4.log"
   [ "$output" = 0 ] || fail "b4 at warn wrote $output info or debug lines: $(grep -m3 ' level=info \| level=debug ' "$C/b4.log")"
   grep -q ' level=info msg=starting ' "$C/b5.log" || fail "b5 at debug dropped its info lines"
+}
+
+# A line repeated five times a second (a leader's link to a dead follower
+# retries every 200 ms, each failure a debug "peer link reset") is written
+# once per FELIX_LOG_REPEAT_MS (10 s), the next time with repeated=N.
+@test "a repeated log line is written once per 10 s with repeated=N, not five times a second" {
+  local i
+  for i in 1 2 3; do
+    stop_process "b$i" TERM
+    FELIX_LOG_LEVEL=debug broker_start "$i"
+  done
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create rep --shards 1 --replicas 3
+  wait_until 60 shard_is rep/0 Active
+  leader=$("$CTL" -o json shard describe rep/0 | jget 'j["leader"]')
+  gone=$(for i in b1 b2 b3; do [ "$i" = "$leader" ] || echo "$i"; done | head -1)
+  kill -9 "$(pid_of "$gone")"
+  pat="msg=\"peer link reset\" shard=rep_0-[0-9a-f]* replica=$gone reason=\"connection refused\""
+  wait_until 40 this_start_says "$leader" "$pat repeated=[0-9]"
+  lines=$(awk '/ msg=starting /{n = 0} {l[n++] = $0} END {for (i = 0; i < n; i++) print l[i]}' "$C/$leader.log" | grep "$pat")
+  [ "$(wc -l <<<"$lines")" -le 3 ] || fail "the line was written $(wc -l <<<"$lines") times: $lines"
+  n=$(sed -n 's/.* repeated=\([0-9]*\)$/\1/p' <<<"$lines" | head -1)
+  [ "$n" -ge 20 ] || fail "repeated=$n: fewer retries left out than 10 s at 200 ms make: $lines"
 }
 
 # A follower of the shard reads on through a failover: a fetch only reads,
