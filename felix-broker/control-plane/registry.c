@@ -218,9 +218,18 @@ static felix_status measure_followers(cp_state *cp, cp_shard_row *sh, const cp_r
   return FELIX_OK;
 }
 
+/* What an accepted report leaves in memory (the no-quorum age and the log
+ * size): kept aside until its transaction commits, so a report the store
+ * failed to take leaves nothing behind that decisions could act on. */
+typedef struct report_mem {
+  char stream_uuid[40];
+  int shard;
+  int64_t generation; /* -1: nothing to apply */
+} report_mem;
+
 /* Applies one accepted shard report; the caller's transaction commits it. */
 static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker_row *b, const cp_report_shard *r,
-                                 const felix_report_verdict *v, felix_err *err) {
+                                 const felix_report_verdict *v, report_mem *mem, felix_err *err) {
   bool was_active = !strcmp(sh->state, "Active");
   snprintf(sh->state, sizeof sh->state, "%s", v->active ? "Active" : "Fencing");
   sh->detail[0] = '\0';
@@ -242,9 +251,10 @@ static felix_status apply_report(cp_state *cp, cp_shard_row *sh, const cp_broker
     s->stranger = false;
   }
   if (v->active && measure_followers(cp, sh, r, err)) return err->status;
-  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, true);
-  if (w) w->no_quorum_generation = sh->generation, w->no_quorum_ms = r->no_quorum_ms, w->log_bytes = r->log_bytes;
   if (cp_store_shard_put(cp->store, sh, err)) return err->status;
+  snprintf(mem->stream_uuid, sizeof mem->stream_uuid, "%s", sh->stream_uuid);
+  mem->shard = sh->shard;
+  mem->generation = sh->generation;
   if (v->active && !was_active)
     return cp_event_add(cp, "active", sh, b->id, sh->generation, err,
                         "generation %" PRId64 " of %s/%d is active on %s (hwm %" PRId64 ")", sh->generation,
@@ -261,7 +271,7 @@ static void reject(cp_report_rejection *rej, size_t *n, const cp_report_shard *r
 
 /* Judges one shard report inside the caller's transaction; true if accepted. */
 static bool judge_one(cp_state *cp, const cp_broker_row *b, const cp_report_shard *r, cp_report_rejection *rej,
-                      size_t *nrej, felix_err *err) {
+                      size_t *nrej, report_mem *mem, felix_err *err) {
   cp_stream_row stream;
   cp_shard_row sh;
   bool found = false;
@@ -302,7 +312,13 @@ static bool judge_one(cp_state *cp, const cp_broker_row *b, const cp_report_shar
     if (seen_raised) cp_store_shard_put(cp->store, &sh, err);
     return false;
   }
-  return apply_report(cp, &sh, b, r, &v, err) == FELIX_OK;
+  return apply_report(cp, &sh, b, r, &v, mem, err) == FELIX_OK;
+}
+
+static void apply_report_mem(cp_state *cp, const report_mem *mem, const cp_report_shard *r) {
+  if (mem->generation < 0) return;
+  cp_shard_mem *w = cp_shard_mem_get(cp, mem->stream_uuid, mem->shard, true);
+  if (w) w->no_quorum_generation = mem->generation, w->no_quorum_ms = r->no_quorum_ms, w->log_bytes = r->log_bytes;
 }
 
 int cp_report(cp_state *cp, const char *broker, const char *incarnation, int64_t seq, const cp_report_shard *shards,
@@ -318,20 +334,26 @@ int cp_report(cp_state *cp, const char *broker, const char *incarnation, int64_t
   }
   felix_err err = {0};
   int accepted = 0;
+  report_mem *mem = calloc(nshards ? nshards : 1, sizeof *mem);
+  if (!mem) return cp_outcome_fail(out, 500, NULL, "out of memory judging a report of %zu shards", nshards), 0;
   if (cp_store_begin(cp->store, &err)) goto fail;
   for (size_t i = 0; i < nshards; i++) {
-    accepted += judge_one(cp, &b, &shards[i], rejected, nrejected, &err);
+    mem[i].generation = -1;
+    accepted += judge_one(cp, &b, &shards[i], rejected, nrejected, &mem[i], &err);
     if (err.status) goto fail;
   }
   b.have_seq = true;
   b.report_seq = seq;
   if (cp_store_broker_put(cp->store, &b, &err) || cp_store_commit(cp->store, &err)) goto fail;
+  for (size_t i = 0; i < nshards; i++) apply_report_mem(cp, &mem[i], &shards[i]);
+  free(mem);
   /* A report bears on the shards it names alone (their state, measurements
    * and no-quorum age): those are evaluated, not every shard (review 5,
    * item 1: at 1,024 shards a full pass per report saturated a core). */
   for (size_t i = 0; i < nshards; i++) cp_evaluate_named(cp, shards[i].stream, shards[i].shard);
   return accepted;
 fail:
+  free(mem);
   cp_store_rollback(cp->store);
   cp_outcome_store_error(out, &err);
   return 0;

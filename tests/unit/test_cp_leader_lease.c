@@ -10,6 +10,7 @@
 #include "cp_fixture3.h"
 
 #include <inttypes.h>
+#include <sqlite3.h>
 
 /* Every broker heartbeats; the lease clock moves by one tick. */
 static void tick_all(fx *f) {
@@ -50,6 +51,38 @@ static void no_quorum_failover_waits_for_the_leaders_lease(void **state) {
   cp_shard_row sh = shard0(f);
   assert_int_equal(sh.generation, 2);
   assert_string_not_equal(sh.leader, ids[a]); /* passed over */
+}
+
+/* sql on the store from a second connection (as another process could). */
+static void store_exec(fx *f, const char *sql) {
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(f->db, &db), SQLITE_OK);
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s: %s", sql, msg);
+  sqlite3_close(db);
+}
+
+/* A report the store fails to take leaves nothing in memory: its no-quorum
+ * age was set before the shard's row was written, stayed when the write
+ * failed, and failed A over a lease later on a report never accepted. */
+static void a_report_the_store_refused_leaves_no_no_quorum_age(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  store_exec(f, "CREATE TRIGGER refuse BEFORE INSERT ON shards BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  cp_report_shard r = {.stream = "orders", .shard = 0, .generation = 1, .copy_id = copies[a], .log_end = 5,
+                       .last_generation = 1, .hwm = 5, .no_quorum_ms = 5001};
+  cp_report_rejection rej[1];
+  size_t nrej = 0;
+  cp_outcome o;
+  assert_int_equal(cp_report(&f->cp, ids[a], f->inc[a], 2, &r, 1, rej, &nrej, &o), 0);
+  assert_int_not_equal(o.status, 200);
+  store_exec(f, "DROP TRIGGER refuse");
+  for (int k = 0; k < 3 * 5000 / CP_TICK_MS; k++) {
+    tick_all(f);
+    if (shard0(f).generation != 1)
+      fail_msg("generation %" PRId64 " issued on a no-quorum report the store refused", shard0(f).generation);
+  }
+  assert_true(renews_lease(f, a));
 }
 
 /* A trigger that proves the old process gone (a new incarnation) moves the
@@ -179,6 +212,7 @@ static void a_second_replacement_waits_for_the_process_it_replaces(void **state)
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_report_the_store_refused_leaves_no_no_quorum_age, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),
