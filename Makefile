@@ -192,8 +192,10 @@ install: release
 	  install -m 644 completions/$$p.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/ || exit 1; \
 	done
 
+# exec: make's SIGTERM goes to its recipe's process, which must be the script
+# (it drains); a shell in between died and left the brokers running.
 run: deps all
-	@$(if $(PORT_BASE),PORT_BASE=$(PORT_BASE) )bash scripts/run-cluster.sh
+	@$(if $(PORT_BASE),PORT_BASE=$(PORT_BASE) )exec bash scripts/run-cluster.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -108,6 +108,24 @@ interactive_run() {
   run ! pgrep -f -- "$C/run/"
 }
 
+# `kill -TERM` of make itself (a service manager's stop, a script's kill):
+# make signals its recipe's process, which must be the script (exec), not a
+# shell that dies and leaves the script and its brokers running.
+@test "make run: SIGTERM to make drains every process and leaves none" {
+  setsid make -s -C "$REPO_ROOT" run PORT_BASE="$PORT_BASE" RUN_DIR="$C/run" BUILD="$FELIX_BUILD" \
+    >"$C/run.out" 2>"$C/run.log" &
+  RUN_PID=$!
+  wait_until 60 grep -q "^Felix is running" "$C/run.out"
+  eval "$(grep '^  export ' "$C/run.out")"
+  wait_until 60 brokers_alive 3
+  kill -TERM "$RUN_PID"
+  wait_until 60 bash -c "! pgrep -s '$RUN_PID' >/dev/null"
+  RUN_PID=
+  [ "$(grep -c 'msg="drained: run-state state=stopped"' "$C/run.log")" -eq 3 ] || fail "$(cat "$C/run.log")"
+  grep -q 'make run: stopped' "$C/run.log" || fail "$(tail -5 "$C/run.log")"
+  run ! pgrep -f -- "$C/run/"
+}
+
 @test "make run refuses a PORT_BASE that is not a port, naming it" {
   run -2 env PORT_BASE=70x RUN_DIR="$C/run" BUILD="$FELIX_BUILD" bash "$REPO_ROOT/scripts/run-cluster.sh"
   assert_output "make run: PORT_BASE=70x is not a port number"
