@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "felix/fileutil.h"
+#include "felix/jsonnum.h"
 #include "inspect.h"
 
 static felix_status open_datadir(const char *path, int *fd, felix_err *err) {
@@ -108,6 +110,20 @@ static void add_missing_json(const next_start *ns, cJSON *o) {
     if (strstr(ns->missing, made_at_start[i])) cJSON_AddItemToArray(arr, cJSON_CreateString(made_at_start[i]));
 }
 
+/* run-state's since= (RFC 3339 to the second, as written) in the form of
+ * every time in JSON, with microseconds; the text as it is when it is not
+ * that form (the text view names what is wrong with it). */
+static cJSON *since_json(const next_start *ns) {
+  const char *v = ns->rs.since;
+  struct tm tm = {0};
+  char *end = ns->run_state_present ? strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+  if (!ns->run_state_present) return cJSON_CreateNull();
+  if (!end || *end) return cJSON_CreateString(v);
+  char t[FELIX_RFC3339_US_LEN];
+  felix_format_rfc3339_us(t, (int64_t)timegm(&tm) * 1000000);
+  return cJSON_CreateString(t);
+}
+
 cJSON *inspect_next_start_json(const next_start *ns) {
   const felix_run_state *rs = &ns->rs;
   bool ran = rs->state != FELIX_RUN_RESTORED; /* a restored directory names no run */
@@ -118,7 +134,7 @@ cJSON *inspect_next_start_json(const next_start *ns) {
   cJSON_AddItemToObject(o, "boot_id", run_text(ns, rs->has_boot_id, rs->boot_id));
   cJSON_AddItemToObject(o, "boot_id_source", run_text(ns, rs->has_boot_id, rs->boot_id_source[0] ? rs->boot_id_source : "kernel"));
   cJSON_AddItemToObject(o, "pid", ns->run_state_present && ran ? cJSON_CreateNumber((double)rs->pid) : cJSON_CreateNull());
-  cJSON_AddItemToObject(o, "since", run_text(ns, true, rs->since));
+  cJSON_AddItemToObject(o, "changed_at", since_json(ns)); /* run-state since=: when last_run took its state */
   cJSON_AddItemToObject(o, "broker_id", run_text(ns, rs->broker_id[0], rs->broker_id));
   cJSON_AddItemToObject(o, "restored_from", run_text(ns, rs->restored_from[0], rs->restored_from));
   cJSON_AddItemToObject(o, "restored_by", run_text(ns, rs->restored_by[0], rs->restored_by));

@@ -30,7 +30,7 @@ static cJSON *segment_json(const felix_seg_info *s) {
   felix_json_add_u64(j, "next_offset", s->next_offset);
   felix_json_add_u64(j, "records", s->records);
   felix_json_add_u64(j, "bytes", s->bytes);
-  felix_json_add_u64(j, "created_at_micros", s->created_at_micros);
+  felix_json_add_time(j, "created_at", (int64_t)s->created_at_micros);
   cJSON_AddStringToObject(j, "index", s->index_state);
   return j;
 }

@@ -45,8 +45,8 @@ static cJSON *stream_json(const felix_shard_survey *s) {
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "name", s->stream.name);
   cJSON_AddStringToObject(j, "uuid", s->stream.uuid);
-  cJSON_AddNumberToObject(j, "shards", s->stream.shards);
-  cJSON_AddNumberToObject(j, "replicas", s->stream.replicas);
+  cJSON_AddNumberToObject(j, "shard_count", s->stream.shards); /* the names felixctl stream list uses */
+  cJSON_AddNumberToObject(j, "replication_factor", s->stream.replicas);
   cJSON_AddStringToObject(j, "acks", s->stream.acks);
   return j;
 }
@@ -63,7 +63,7 @@ static cJSON *shard_json(const felix_shard_survey *s) {
   cJSON_AddItemToObject(j, "ballot", ballot_json(s));
   cJSON_AddItemToObject(j, "generations", generations_json(s));
   cJSON_AddItemToObject(j, "stream_file", stream_json(s));
-  felix_json_add_u64(j, "segments", s->nsegs);
+  felix_json_add_u64(j, "segment_count", s->nsegs);
   felix_json_add_u64(j, "start_offset", s->start_offset);
   felix_json_add_u64(j, "end_offset", s->end_offset);
   felix_json_add_u64(j, "records", s->records);

@@ -99,8 +99,8 @@ int cmd_verify(const inspect_opts *o) {
     cJSON_AddBoolToObject(j, "ok", all.count == 0);
     cJSON_AddStringToObject(j, "target", target);
     cJSON_AddStringToObject(j, "kind", datadir ? "data_dir" : "shard_dir");
-    felix_json_add_u64(j, "shards", t.shards);
-    felix_json_add_u64(j, "segments", t.segments);
+    felix_json_add_u64(j, "shard_count", t.shards); /* "shards" and "segments" are lists elsewhere */
+    felix_json_add_u64(j, "segment_count", t.segments);
     felix_json_add_u64(j, "records", t.records);
     cJSON_AddItemToObject(j, "problems", inspect_problems_json(&all));
     inspect_print_json(j);

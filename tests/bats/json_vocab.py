@@ -1,4 +1,4 @@
-"""json_vocab.py SCHEMA_DIR OUT_DIR — checks felixctl's JSON answers saved in
+"""json_vocab.py SCHEMA_DIR OUT_DIR — checks felixctl's and felix-inspect's JSON answers saved in
 OUT_DIR (COMMAND.json: one document; COMMAND.jsonl: one per line) against
 SCHEMA_DIR/COMMAND.json (JSON Schema 2020-12, $refs into defs.json), and the
 vocabulary rules of felixctl(1) across all of them: snake_case keys, one

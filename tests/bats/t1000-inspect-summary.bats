@@ -49,7 +49,7 @@ teardown() {
   [ "$(jget 'j["shards"][0]["start_offset"]' <<<"$output")" = 0 ]
   [ "$(jget 'j["shards"][0]["end_offset"]' <<<"$output")" = 21 ]
   [ "$(jget 'j["shards"][0]["records"]' <<<"$output")" = 21 ]
-  [ "$(jget 'j["shards"][0]["segments"]' <<<"$output")" = "$(ls "$shard"/*.log | wc -l)" ]
+  [ "$(jget 'j["shards"][0]["segment_count"]' <<<"$output")" = "$(ls "$shard"/*.log | wc -l)" ]
   [ "$(jget 'j["shards"][0]["bytes"]' <<<"$output")" = "$(cat "$shard"/*.log | wc -c)" ]
   [ "$(jget 'j["shards"][0]["ballot"]["generation"]' <<<"$output")" = 1 ]
   [ "$(jget 'j["shards"][0]["ballot"]["leader"]' <<<"$output")" = null ]

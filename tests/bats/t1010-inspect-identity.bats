@@ -167,14 +167,15 @@ token() { mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$(cat "$1"/sto
   mkdata d orders 0 1 --run-state running --fsync-mode on_commit --boot-id boot-other >/dev/null
   run -0 inspect --json run-state d
   assert_json
-  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_path", "boot_token_present", "broker_id", "current_boot_id", "fsync_mode", "if_it_dies_now", "last_run", "locked_by_pid", "missing", "next_start", "pid", "restored_by", "restored_from", "since", "storage_id"]' ]
+  [ "$(jget 'sorted(j)' <<<"$output")" = '["boot_id", "boot_id_source", "boot_token_path", "boot_token_present", "broker_id", "changed_at", "current_boot_id", "fsync_mode", "if_it_dies_now", "last_run", "locked_by_pid", "missing", "next_start", "pid", "restored_by", "restored_from", "storage_id"]' ]
   [ "$(jget 'j["storage_id"]' <<<"$output")" = "$(cat d/storage-id)" ]
   [ "$(jget 'j["fsync_mode"]' <<<"$output")" = on_commit ]
   [ "$(jget 'j["boot_id"]' <<<"$output")" = boot-other ]
   [ "$(jget 'j["boot_id_source"]' <<<"$output")" = file ]
   [ "$(jget 'j["current_boot_id"]' <<<"$output")" = "$BOOT_ID" ]
   [ "$(jget 'j["pid"]' <<<"$output")" = "$(sed -n 's/^pid=//p' d/run-state)" ]
-  [ "$(jget 'j["since"]' <<<"$output")" = "$(sed -n 's/^since=//p' d/run-state)" ]
+  since=$(sed -n 's/^since=//p' d/run-state) # to the second; JSON times carry microseconds
+  [ "$(jget 'j["changed_at"]' <<<"$output")" = "${since%Z}.000000Z" ] || fail "$output"
   [ "$(jget 'sorted(j["next_start"])' <<<"$output")" = '["needs_sync", "reason", "rotate"]' ]
 }
 

@@ -34,7 +34,7 @@ make_shard() { SHARD=$(mkdata d orders 0 50 --segment-bytes 512 "$@"); }
   run -0 inspect --json segments "$SHARD"
   assert_json
   [ "$(jget 'len(j["segments"])' <<<"$output")" -eq "$(ls "$SHARD"/*.log | wc -l)" ]
-  [ "$(jget 'sorted(j["segments"][0])' <<<"$output")" = '["base_offset", "bytes", "created_at_micros", "file", "index", "next_offset", "records"]' ]
+  [ "$(jget 'sorted(j["segments"][0])' <<<"$output")" = '["base_offset", "bytes", "created_at", "file", "index", "next_offset", "records"]' ]
   [ "$(jget 'j["segments"][0]["file"]' <<<"$output")" = 00000000000000000000.log ]
   [ "$(jget 'j["segments"][0]["base_offset"]' <<<"$output")" = 0 ]
   [ "$(jget 'all(a["next_offset"] == b["base_offset"] for a, b in zip(j["segments"], j["segments"][1:]))' <<<"$output")" = true ]

@@ -33,7 +33,7 @@ problems() { jget '"\n".join("%s %d %s %s" % (p["file"], p["position"], p["kind"
   [ "$(jget 'j["ok"]' <<<"$output")" = true ]
   [ "$(jget 'j["problems"]' <<<"$output")" = '[]' ]
   [ "$(jget 'j["kind"]' <<<"$output")" = data_dir ]
-  [ "$(jget 'j["shards"]' <<<"$output")" = 2 ]
+  [ "$(jget 'j["shard_count"]' <<<"$output")" = 2 ]
   [ "$(jget 'j["records"]' <<<"$output")" = 57 ]
 }
 
@@ -41,7 +41,7 @@ problems() { jget '"\n".join("%s %d %s %s" % (p["file"], p["position"], p["kind"
   make_data
   run -0 inspect --json verify "$SHARD"
   [ "$(jget 'j["kind"]' <<<"$output")" = shard_dir ]
-  [ "$(jget 'j["segments"]' <<<"$output")" = "${#SEGS[@]}" ]
+  [ "$(jget 'j["segment_count"]' <<<"$output")" = "${#SEGS[@]}" ]
   run -0 inspect verify "$SHARD"
   assert_output --partial "verify: ok: 1 shard(s)"
 }
@@ -218,7 +218,7 @@ with open(sys.argv[1], "r+b") as fh:
   make_data
   printf 'name=orders\nuuid=0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3\nshards=4\nreplicas=3\nacks=quorum\n' >"$SHARD/stream"
   run -0 inspect --json d
-  [ "$(echo "$output" | jget 'j["shards"][0]["stream_file"]["replicas"]')" = 3 ]
+  [ "$(echo "$output" | jget 'j["shards"][0]["stream_file"]["replication_factor"]')" = 3 ]
   run -0 inspect d
   assert_output --partial "stream file: orders (uuid 0b9c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3), 4 shard(s), R=3, acks quorum"
   sed -i 's/^replicas=3$/replicas=9/' "$SHARD/stream"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# t3100 — one JSON vocabulary: every felixctl command's -o json answer, taken
-# from a real cluster, validates against its schema in docs/json/ (python3-
+# t3100 — one JSON vocabulary: every felixctl command's -o json answer and
+# every felix-inspect --json answer, taken from a real cluster, validates
+# against its schema in docs/json/ (python3-
 # jsonschema), and across all of them keys are snake_case, a key name has
 # one type, and times are RFC 3339 with microseconds (tests/bats/json_vocab.py).
 
@@ -28,6 +29,13 @@ teardown() {
 
 not_alive() { [ "$("$CTL" -o json broker list | jget "[b['alive'] for b in j if b['id'] == '$1'][0]")" = false ]; }
 
+# inspect_save FILE ARGS... — felix-inspect --json ARGS into $W/out/FILE
+inspect_save() {
+  local file=$1
+  shift
+  "$FELIX_BUILD/felix-inspect" --json "$@" >"$W/out/$file" || fail "felix-inspect --json $* exited $?"
+}
+
 # save NAME ARGS... — felixctl -o json ARGS into $W/out/NAME.json
 save() {
   local name=$1
@@ -35,7 +43,7 @@ save() {
   "$CTL" -o json "$@" >"$W/out/$name.json" || fail "felixctl -o json $* exited $?"
 }
 
-@test "every command's JSON validates against docs/json/COMMAND.json; snake_case, one type per key, RFC 3339 µs times" {
+@test "every command's JSON (felixctl's and felix-inspect's) validates against docs/json/COMMAND.json; snake_case, one type per key, RFC 3339 µs times" {
   cluster_up 3
   save stream-create stream create s --shards 2 --replicas 3
   wait_until 60 shard_is s/0 Active
@@ -54,6 +62,17 @@ save() {
   save config-use-context config use-context here
   save config-get-contexts config get-contexts
   save version version
+  # felix-inspect's answers: a live broker's directory and its copy of s/0
+  local copy
+  copy=$(ls -d "$C"/b1/shards/s_0-*)
+  inspect_save inspect-summary.json "$C/b1"
+  inspect_save inspect-run-state.json run-state "$C/b1"
+  inspect_save inspect-storage-id.json storage-id "$C/b1"
+  inspect_save inspect-segments.json segments "$copy"
+  inspect_save inspect-dump.jsonl dump "$copy/00000000000000000000.log"
+  inspect_save inspect-index.json index "$copy/00000000000000000000.index"
+  inspect_save inspect-verify.json verify "$C/b1"
+  inspect_save inspect-ballot.json ballot "$copy"
   # a control plane that lost its database knows no stream: adopt brings s back
   stop_process cp TERM
   rm -f "$CP_DB" "$CP_DB-wal" "$CP_DB-shm" # its token files stay: the brokers keep theirs
