@@ -1,7 +1,9 @@
 /* cmd_identity.c — storage-id and run-state, and the next-start verdict that
  * the summary screen shows too. */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +54,45 @@ static void decide(const next_start *ns, const char *current_boot, bool token, f
     snprintf(v->reason, sizeof v->reason, "no storage-id file: the next start creates a new storage id");
 }
 
+/* The NSpid fields of /proc/PID/status (this namespace's pid first, the
+ * process's own last); n is how many there are, 0 when unreadable. */
+static int nspids(const char *status_path, long *last) {
+  FILE *f = fopen(status_path, "r");
+  if (!f) return 0;
+  char line[256];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "NSpid:", 6)) continue;
+    char *p = line + 6, *end;
+    for (long v = strtol(p, &end, 10); end != p; v = strtol(p, &end, 10)) {
+      *last = v;
+      n++;
+      p = end;
+    }
+  }
+  fclose(f);
+  return n;
+}
+
+/* pid's pid in its own (innermost) pid namespace; pid when unknown. */
+static pid_t own_pid(pid_t pid) {
+  char path[64];
+  long last = 0;
+  snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+  return nspids(path, &last) > 0 ? (pid_t)last : pid;
+}
+
+/* Whether this process runs in a child pid namespace (a container): the
+ * kernel's initial pid namespace has a fixed inode number (PROC_PID_INIT_INO
+ * in linux/proc_ns.h, not exported to user space). A /proc mounted for the
+ * namespace shows one NSpid only, and NS_GET_PARENT never reaches above the
+ * caller's own namespace: neither can tell. */
+#define INITIAL_PID_NS_INO 0xEFFFFFFCu
+static bool in_child_pid_namespace(void) {
+  struct stat sb;
+  return stat("/proc/self/ns/pid", &sb) == 0 && sb.st_ino != INITIAL_PID_NS_INO;
+}
+
 /* While a broker runs: a start after its death finds state=running. With the
  * machine up it is the run's own boot (its token decides); with the machine
  * down it is a later boot, whose id no run has recorded. */
@@ -84,8 +125,15 @@ felix_status inspect_next_start(const char *datadir, next_start *ns, felix_err *
   /* The pid alone may be reused (a broker is pid 1 in every container): the
    * run is this one only when it also ran on this boot. */
   bool this_boot = !ns->boot_known || (ns->rs.has_boot_id && !strcmp(ns->rs.boot_id, ns->current_boot));
-  ns->running = ns->holder > 0 && ns->run_state_present && ns->rs.state == FELIX_RUN_RUNNING && ns->rs.pid == ns->holder &&
-                this_boot;
+  /* A broker in a container is pid 1 there and another pid here: run-state
+   * has the one it saw, /proc/locks the one this namespace sees. */
+  ns->holder_own_pid = ns->holder ? own_pid(ns->holder) : 0;
+  if (ns->holder_own_pid == ns->holder) ns->holder_own_pid = 0;
+  bool names_holder = ns->rs.pid == ns->holder || (ns->holder_own_pid && ns->rs.pid == ns->holder_own_pid);
+  bool says_running = ns->run_state_present && ns->rs.state == FELIX_RUN_RUNNING && this_boot;
+  ns->running = ns->holder > 0 && says_running && names_holder;
+  /* /proc/locks lists only the locks of processes this pid namespace holds */
+  ns->unseen_run = !ns->holder && says_running && in_child_pid_namespace();
   decide(ns, ns->boot_known ? ns->current_boot : NULL, ns->token_present, ns->last_run, &ns->verdict);
   if (ns->running) decide_if_it_dies(ns);
   return FELIX_OK;
@@ -129,7 +177,9 @@ cJSON *inspect_next_start_json(const next_start *ns) {
   bool ran = rs->state != FELIX_RUN_RESTORED; /* a restored directory names no run */
   cJSON *o = cJSON_CreateObject();
   cJSON_AddItemToObject(o, "storage_id", ns->have_storage_id ? cJSON_CreateString(ns->sid.hex) : cJSON_CreateNull());
-  cJSON_AddStringToObject(o, "last_run", ns->running ? "running" : felix_last_run_name(ns->last_run));
+  cJSON_AddStringToObject(o, "last_run", ns->running      ? "running"
+                                         : ns->unseen_run ? "unknown"
+                                                          : felix_last_run_name(ns->last_run));
   cJSON_AddItemToObject(o, "fsync_mode", run_text(ns, ran, felix_fsync_mode_name(rs->fsync_mode)));
   cJSON_AddItemToObject(o, "boot_id", run_text(ns, rs->has_boot_id, rs->boot_id));
   cJSON_AddItemToObject(o, "boot_id_source", run_text(ns, rs->has_boot_id, rs->boot_id_source[0] ? rs->boot_id_source : "kernel"));
@@ -165,9 +215,19 @@ static void print_last_run(const next_start *ns) {
   char boot[FELIX_BOOT_ID_MAX + 16];
   if (!ns->run_state_present)
     printf("last run:     unrecorded (no run-state file)\n");
+  else if (ns->running && ns->holder_own_pid)
+    printf("last run:     running now (pid %lld in its pid namespace, %ld here; since %s, fsync_mode=%s, boot %s)\n",
+           (long long)rs->pid, (long)ns->holder, rs->since, felix_fsync_mode_name(rs->fsync_mode),
+           boot_of_run(rs, boot, sizeof boot));
   else if (ns->running)
     printf("last run:     running now (pid %lld, since %s, fsync_mode=%s, boot %s)\n", (long long)rs->pid, rs->since,
            felix_fsync_mode_name(rs->fsync_mode), boot_of_run(rs, boot, sizeof boot));
+  else if (ns->unseen_run)
+    printf("last run:     unknown: run-state says running (pid %lld, since %s, boot %s),\n"
+           "              and no process this pid namespace sees holds the lock: it crashed, or it runs\n"
+           "              in another pid namespace (this container's host, another container);\n"
+           "              felix-inspect there can tell\n",
+           (long long)rs->pid, rs->since, boot_of_run(rs, boot, sizeof boot));
   else if (rs->state == FELIX_RUN_RESTORED)
     printf("last run:     none since the restore (state=restored)\n");
   else
@@ -206,7 +266,7 @@ void inspect_next_start_print(const next_start *ns) {
   print_last_run(ns);
   print_boot(ns);
   if (!ns->running) {
-    print_verdict("next start:   ", &ns->verdict);
+    print_verdict(ns->unseen_run ? "if crashed:   " : "next start:   ", &ns->verdict);
     return;
   }
   print_verdict("if it dies:   with the machine up: ", &ns->if_dies_up);

@@ -157,7 +157,7 @@ int cmd_summary(const inspect_opts *o) {
   } else {
     printf("data directory %s\n", dir);
     inspect_next_start_print(&ns);
-    if (!holder) printf("lock:         not held\n");
+    if (!holder) printf("lock:         not held%s\n", ns.unseen_run ? " by any process this pid namespace sees" : "");
     else printf("lock:         held by %spid %ld (what you see may change under you)\n",
                 ns.running ? "the broker running now, " : "", (long)holder);
     add_leftovers(dir, NULL);

@@ -45,7 +45,10 @@ typedef struct next_start {
   bool token_present;
   char token_path[4200]; /* where the token was looked for ("" without storage id or boot) */
   pid_t holder;          /* the pid holding the directory lock, 0 when none */
+  pid_t holder_own_pid;  /* the holder's pid in its own pid namespace, when that is another (0: the same) */
   bool running;          /* holder is the run that run-state names */
+  bool unseen_run;       /* run-state names a live-looking run on this boot, but no process this pid
+                            namespace can see holds the lock: crashed, or alive in another namespace */
   char missing[64];      /* the files a broker makes at its start that are not here ("" when none) */
   felix_identity_verdict verdict;            /* next start; not meaningful while running */
   felix_identity_verdict if_dies_up, if_dies_down; /* while running: the machine up / down */

@@ -199,6 +199,46 @@ teardown() {
   assert_line --partial "next start:   ROTATE the storage id"
 }
 
+# A broker in a container is pid 1 there and another pid on the host; run-
+# state has the pid it saw. From the host, the holder's own pid (NSpid)
+# names the run: running now, not "crashed" beside a foreign lock holder.
+@test "from the host, a run in a container's pid namespace is running now, with both pids" {
+  mkdata d orders 0 2 --run-state running >/dev/null
+  unshare --pid --fork --kill-child flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
+  LOCK_PID=$!
+  wait_until 5 flock_held d/lock
+  sed -i "s/^pid=.*/pid=1/" d/run-state # flock is pid 1 in its namespace
+  run -0 inspect --json d
+  [ "$(jget 'j["last_run"]' <<<"$output")" = running ] || fail "$output"
+  host_pid=$(jget 'j["locked_by_pid"]' <<<"$output")
+  [ "$host_pid" -gt 1 ] || fail "locked_by_pid $host_pid"
+  run -0 inspect d
+  assert_line --regexp "^last run:     running now \(pid 1 in its pid namespace, $host_pid here; since [0-9-]+T[0-9:]+Z, fsync_mode=periodic, boot $BOOT_ID from file\)$"
+  refute_line --partial "in use:"
+}
+
+# From inside a container, /proc/locks lists only the locks its own
+# processes hold: a broker alive on the host is unseen. felix-inspect says it
+# cannot tell, and what a start would decide if the run crashed.
+@test "from a container's pid namespace, a run nobody there holds the lock of is unknown, not crashed" {
+  mkdata d orders 0 2 --run-state running >/dev/null
+  flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
+  LOCK_PID=$!
+  wait_until 5 flock_held d/lock
+  sed -i "s/^pid=.*/pid=$LOCK_PID/" d/run-state
+  run -0 unshare --pid --fork --mount-proc "$INSPECT" d
+  assert_line --regexp "^last run:     unknown: run-state says running \(pid $LOCK_PID, since [0-9-]+T[0-9:]+Z, boot $BOOT_ID from file\),$"
+  assert_line --partial "it crashed, or it runs"
+  assert_line --partial "if crashed:   ROTATE the storage id — crashed on this same boot, and this boot's token is missing"
+  assert_line "lock:         not held by any process this pid namespace sees"
+  refute_line --partial "last run:     crashed"
+  run -0 unshare --pid --fork --mount-proc "$INSPECT" --json run-state d
+  [ "$(jget 'j["last_run"]' <<<"$output")" = unknown ] || fail "$output"
+  # on the host, where every lock is seen, it is running
+  run -0 inspect --json run-state d
+  [ "$(jget 'j["last_run"]' <<<"$output")" = running ] || fail "$output"
+}
+
 @test "summary says the lock is not held when the lock file exists but nobody holds it" {
   mkdata d orders 0 2 >/dev/null
   : >d/lock
