@@ -93,6 +93,7 @@ typedef struct shard {
   bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
   uint64_t stall_logged_since; /* the stalled_since_ms whose stall was logged (one line a stall) */
+  bool sync_stall_logged;      /* a sync past SYNC_STALL_LOG_MS was logged; cleared when it returns */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;
@@ -234,6 +235,9 @@ void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledg
 /* A fifth of the default control-plane lease (5 s), half the campaign's
  * (2 s): the line comes before the control plane acts on a stall. */
 #define PEER_STALL_LOG_MS 1000
+/* A sync of a copy's log that has not returned after this long is logged
+ * (a hung disk: under periodic, acknowledged records wait in the page cache) */
+#define SYNC_STALL_LOG_MS 2000
 void peer_log_stall(broker *b, shard *s);      /* one warn line a stall longer than PEER_STALL_LOG_MS */
 void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
 /* The report's "followers" for a led shard (cJSON array). */

@@ -8,6 +8,7 @@
 #include <systemd/sd-daemon.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,26 @@ static int parse_args(int argc, char **argv, broker_config *c) {
 
 /* Every half second: the metrics snapshot, and the check that an idle shard's
  * periodic flush did not fail behind our back (§3.2: fail closed). */
+/* A sync that does not return is the only sign of a hung disk a periodic
+ * copy gives: its writes succeed into the page cache and its publishes are
+ * acknowledged. One warn line when it passes SYNC_STALL_LOG_MS, one info
+ * line when it returns (felix_sync_in_flight_seconds shows it meanwhile). */
+static void log_sync_stall(shard *s, const felix_log_stats *st) {
+  char ms[32], bytes[32];
+  snprintf(ms, sizeof ms, "%" PRIu64, st->sync_in_flight_ms);
+  snprintf(bytes, sizeof bytes, "%" PRIu64, st->unsynced_bytes);
+  const char *mode = felix_fsync_mode_name(felix_log_mode(s->log));
+  if (st->sync_in_flight_ms >= SYNC_STALL_LOG_MS && !s->sync_stall_logged) {
+    s->sync_stall_logged = true;
+    felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", s->dir_name, "for_ms", ms,
+                    "unsynced_bytes", bytes, "fsync_mode", mode, "acknowledged_unsynced",
+                    felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? "yes" : "no", NULL);
+  } else if (!st->sync_in_flight_ms && s->sync_stall_logged) {
+    s->sync_stall_logged = false;
+    felix_log_event("info", "the stalled sync of the log returned", "shard", s->dir_name, NULL);
+  }
+}
+
 static void on_metrics_timer(uv_timer_t *t) {
   broker *b = t->data;
   felix_log_flush_repeats(); /* a burst of identical lines that stopped still gets its count */
@@ -166,6 +187,7 @@ static void on_metrics_timer(uv_timer_t *t) {
     felix_log_get_stats(s->log, &st);
     if (st.dir_gone || felix_log_dir_deleted(s->log)) shard_refuse(b, s, "its directory was deleted");
     else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
+    else log_sync_stall(s, &st);
   }
   bool stalled = false;
   for (shard *s = b->shards; s && !b->stopping; s = s->next)

@@ -93,10 +93,17 @@ bool felix_log_dir_deleted(felix_log *log) {
   return true;
 }
 
+uint64_t log_monotonic_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* One sync round. Called and returns with mu held; releases it meanwhile. */
 void log_sync_round(felix_log *log) {
   assert(!log->sync_in_flight); /* one sync at a time */
   log->sync_in_flight = true;
+  log->sync_started_ns = log_monotonic_ns();
   uint64_t start_seq = log->append_seq, start_end = log_end(log), start_bytes = log->bytes_total;
   log->trunc_floor_during_sync = UINT64_MAX;
   int fd = dup(log_active(log)->fd);

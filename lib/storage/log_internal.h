@@ -22,6 +22,8 @@ typedef struct log_seg {
   uint64_t flushed_last_entry_pos;
 } log_seg;
 
+uint64_t log_monotonic_ns(void);
+
 struct felix_log {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -38,6 +40,7 @@ struct felix_log {
   uint64_t bytes_total;  /* bytes ever written by this process (for unsynced) */
   uint64_t bytes_synced;
   bool sync_in_flight;
+  uint64_t sync_started_ns; /* CLOCK_MONOTONIC when the sync in flight began */
   uint64_t trunc_floor_during_sync;
   uint64_t *trunc_points; /* trunc_points[e] = offset of truncation e */
   size_t ntrunc, cap_trunc;

@@ -714,8 +714,10 @@ deposed_leader_with_a_longer_old_tail() {
   # Its own line says the leader's disk held it back: it held less than it wrote.
   line=$(grep -m1 'msg="no quorum: written records wait for a majority"' "$C/$L.log") || fail "no no-quorum line"
   [[ $line =~ \ end=([0-9]+)\ leader_held=([0-9]+)\  ]] && [ "${BASH_REMATCH[2]}" -lt "${BASH_REMATCH[1]}" ] || fail "$line"
+  wait_until 10 this_start_says "$L" 'msg="a sync of the log has not returned: is the disk hung?" shard=r_0-[0-9a-f]* for_ms=[0-9]* unsynced_bytes=[0-9]* fsync_mode=on_commit acknowledged_unsynced=no'
   produce_acked 51 100
   rm -f "$C/slow.$L"
+  wait_until 30 this_start_says "$L" 'msg="the stalled sync of the log returned" shard=r_0-'
   wait_until 60 caught_up "$L"
   acked_readable
   # The old leader's copy now holds exactly the new leader's records.
@@ -732,6 +734,9 @@ deposed_leader_with_a_longer_old_tail() {
   produce_acked 51 100 || fail "a periodic leader stopped acknowledging for its slow disk"
   wait_until 30 grep -q '^slow ' "$C/ledger.$L" # its flusher is held back
   produce_acked 101 150 || fail "a periodic leader stopped acknowledging for its slow disk"
+  # Its acknowledgements hide the hang: its log and /metrics say it.
+  wait_until 30 this_start_says "$L" 'msg="a sync of the log has not returned: is the disk hung?" shard=r_0-[0-9a-f]* for_ms=[0-9]* unsynced_bytes=[0-9]* fsync_mode=periodic acknowledged_unsynced=yes'
+  wait_until 30 metric_above "${L#b}" 'felix_sync_in_flight_seconds{stream="r",shard="0"}' 2
   local f
   for f in $(others_than "$L"); do wait_until 30 caught_up "$f"; done
   [ "$(shard_generation r/0)" -eq "$g" ] && [ "$(leader_of)" = "$L" ] || fail "a slow disk alone moved the shard"

@@ -24,25 +24,6 @@ teardown() {
   if [ -z "${BATS_TEST_COMPLETED:-}" ]; then tail -n 40 "$C"/*.log >&3 2>/dev/null || true; fi
 }
 
-broker_metrics() { curl -sf --max-time 5 "http://127.0.0.1:$((PORT_BASE + 20 + $1))/metrics"; }
-cp_metrics() { curl -sf --max-time 5 "$FELIX_CONTROL_PLANE/metrics"; }
-# sample TEXT NAME{LABELS} — the value of one sample ("" when absent).
-sample() { awk -v k="$2" '$1 == k { print $2 }' <<<"$1"; }
-# metric_is WHERE NAME{LABELS} VALUE — e.g. metric_is cp 'felix_cp_streams' 1; WHERE is cp or a broker number.
-metric_is() {
-  local text
-  if [ "$1" = cp ]; then text=$(cp_metrics); else text=$(broker_metrics "$1"); fi
-  [ "$(sample "$text" "$2")" = "$3" ]
-}
-# metric_above / metric_below WHERE NAME{LABELS} VALUE — the sample is present and above (below) VALUE.
-metric_compare() {
-  local text v
-  if [ "$2" = cp ]; then text=$(cp_metrics); else text=$(broker_metrics "$2"); fi
-  v=$(sample "$text" "$3")
-  [ -n "$v" ] && python3 -c "import sys; a, b = float('$v'), float('$4'); sys.exit(0 if (a > b if '$1' == 'above' else a < b) else 1)"
-}
-metric_above() { metric_compare above "$@"; }
-metric_below() { metric_compare below "$@"; }
 pause() { kill -STOP "$(pid_of "$1")"; }
 resume() { kill -CONT "$(pid_of "$1")"; }
 leader_of_m0() { "$CTL" -o json shard describe m/0 | jget 'j["leader"] or ""'; }

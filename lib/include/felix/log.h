@@ -147,6 +147,7 @@ typedef struct felix_log_stats {
   uint64_t synced_seq;     /* sequence the last completed sync vouched for */
   uint64_t syncs;          /* completed syncs */
   uint64_t sync_nanos;     /* time spent in those syncs */
+  uint64_t sync_in_flight_ms; /* how long the sync in flight has run (a hung disk: it grows), 0 when none */
   uint64_t segments;
   uint64_t bytes;          /* total segment bytes */
   uint64_t unsynced_bytes;
