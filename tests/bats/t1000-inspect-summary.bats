@@ -157,14 +157,20 @@ teardown() {
   [ "$(jget 'j["last_run"]' <<<"$output")" = stopped ]
 }
 
+# running_dir [PREFIX...] — d's run-state says running, and flock (run under
+# PREFIX, e.g. in another pid namespace; LOCK_PID) holds its lock.
+running_dir() {
+  mkdata d orders 0 2 --run-state running >/dev/null
+  "$@" flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
+  LOCK_PID=$!
+  wait_until 5 flock_held d/lock
+}
+
 # A broker's own run: run-state says running with the pid that holds the
 # lock. (t2010 does this with a real broker; here the holder is flock, and
 # run-state is made to name it.)
 @test "summary of a directory whose run is alive says running now and what a death would decide" {
-  mkdata d orders 0 2 --run-state running >/dev/null
-  flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
-  LOCK_PID=$!
-  wait_until 5 flock_held d/lock
+  running_dir
   sed -i "s/^pid=.*/pid=$LOCK_PID/" d/run-state
   sid=$(cat d/storage-id)
   mkdir -p "$FELIX_RUNTIME_DIR" && : >"$FELIX_RUNTIME_DIR/$sid.$BOOT_ID.ok"
@@ -203,10 +209,7 @@ teardown() {
 # state has the pid it saw. From the host, the holder's own pid (NSpid)
 # names the run: running now, not "crashed" beside a foreign lock holder.
 @test "from the host, a run in a container's pid namespace is running now, with both pids" {
-  mkdata d orders 0 2 --run-state running >/dev/null
-  unshare --pid --fork --kill-child flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
-  LOCK_PID=$!
-  wait_until 5 flock_held d/lock
+  running_dir unshare --pid --fork --kill-child
   sed -i "s/^pid=.*/pid=1/" d/run-state # flock is pid 1 in its namespace
   run -0 inspect --json d
   [ "$(jget 'j["last_run"]' <<<"$output")" = running ] || fail "$output"
@@ -221,10 +224,7 @@ teardown() {
 # processes hold: a broker alive on the host is unseen. felix-inspect says it
 # cannot tell, and what a start would decide if the run crashed.
 @test "from a container's pid namespace, a run nobody there holds the lock of is unknown, not crashed" {
-  mkdata d orders 0 2 --run-state running >/dev/null
-  flock d/lock sleep 30 >/dev/null 2>&1 3>&- &
-  LOCK_PID=$!
-  wait_until 5 flock_held d/lock
+  running_dir
   sed -i "s/^pid=.*/pid=$LOCK_PID/" d/run-state
   run -0 unshare --pid --fork --mount-proc "$INSPECT" d
   assert_line --regexp "^last run:     unknown: run-state says running \(pid $LOCK_PID, since [0-9-]+T[0-9:]+Z, boot $BOOT_ID from file\),$"
