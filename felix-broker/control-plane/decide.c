@@ -107,9 +107,9 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   return true;
 }
 
-void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
+bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
   felix_err err;
-  if (ninv == 0) return;
+  if (ninv == 0) return true;
   if (cp_store_begin(cp->store, &err)) goto fail;
   for (size_t k = 0; k < ninv; k++) {
     cp_shard_row sh;
@@ -118,10 +118,11 @@ void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry
     if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, &err)) goto fail;
     if (found && note_copy(cp, b, &inv[k], &sh, at_start, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
   }
-  if (cp_store_commit(cp->store, &err) == FELIX_OK) return;
+  if (cp_store_commit(cp->store, &err) == FELIX_OK) return true;
 fail:
   cp_store_rollback(cp->store);
   felix_log_event("error", "cannot record inventory", "broker", b->id, "error", err.msg, NULL);
+  return false;
 }
 
 /* Slot i of sh names a copy its broker's registration did not list. */
@@ -159,12 +160,13 @@ fail:
   felix_log_event("error", "cannot record missing copies", "broker", b->id, "error", err.msg, NULL);
 }
 
-/* Pins generation G+1 on slot i's copy and current incarnation, and commits. */
-static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *why) {
+/* Pins generation G+1 on slot i's copy and current incarnation, and
+ * commits; false when the store refused it. */
+static bool issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *why) {
   cp_broker_row b;
   bool found;
   felix_err err;
-  if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found) return;
+  if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found) return false;
   cp_shard_row next = *sh;
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
   assert(next.generation > sh->generation && next.generation > sh->seen_generation); /* numbers only grow */
@@ -181,10 +183,11 @@ static void issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     felix_log_event("error", "cannot issue generation", "stream", sh->stream, "error", err.msg, NULL);
-    return;
+    return false;
   }
   *sh = next;
   cp_fence_watch_start(cp, sh);
+  return true;
 }
 
 static int leaderships_of(cp_state *cp, const char *broker) {
@@ -208,7 +211,7 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
   }
   if (nc == 0) return;
   size_t i = felix_pick_first_leader(pb, cands, nc);
-  issue_generation(cp, sh, (int)i, "every replica's empty copy exists");
+  (void)issue_generation(cp, sh, (int)i, "every replica's empty copy exists"); /* refused: the next evaluation tries again */
 }
 
 /* §4.6: the leader reported no quorum for longer than a lease (a leader whose
@@ -270,8 +273,8 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   return why;
 }
 
-static void mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, const char *detail) {
-  if (!strcmp(sh->state, "NoCaughtUpReplica") && !strcmp(sh->detail, detail)) return; /* already said */
+static bool mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, const char *detail) {
+  if (!strcmp(sh->state, "NoCaughtUpReplica") && !strcmp(sh->detail, detail)) return true; /* already said */
   felix_err err;
   cp_shard_row next = *sh;
   snprintf(next.state, sizeof next.state, "NoCaughtUpReplica");
@@ -282,12 +285,14 @@ static void mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, 
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     felix_log_event("error", "cannot record shard state", "stream", sh->stream, "error", err.msg, NULL);
-    return;
+    return false;
   }
   *sh = next;
+  return true;
 }
 
-static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
+/* The decision, recorded: false when the store refused it. */
+static bool failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
   felix_copy_view views[FELIX_MAX_REPLICAS];
   for (int i = 0; i < sh->nslots; i++) {
     const cp_slot_row *s = &sh->slots[i];
@@ -314,7 +319,7 @@ static void failover(cp_state *cp, cp_shard_row *sh, const char *lost) {
     snprintf(detail, sizeof detail,
              "%.1000s; an estimated %" PRId64 " committed records are at risk unless an excluded copy returns "
              "(felixctl placement abandon --dry-run)", v.detail, risk);
-  mark_no_caught_up(cp, sh, lost, detail);
+  return mark_no_caught_up(cp, sh, lost, detail);
 }
 
 /* §4.6: a fence that has not completed within a lease is a trigger; that
@@ -371,6 +376,29 @@ static void record_live_copies(cp_state *cp, cp_shard_row *sh) {
   if (!changed || cp_store_shard_put(cp->store, sh, &err) || cp_store_commit(cp->store, &err)) cp_store_rollback(cp->store);
 }
 
+/* The triggers that fire once (a fence timeout, a no-quorum leader's lease
+ * passed): consumed when they fire, so a failover the store then refuses
+ * (a full disk, a busy database) must re-arm them, or the shard would wait
+ * for ever at Fencing (found by the review of 38fb7c3). */
+typedef struct one_shots {
+  bool fired;
+  int64_t unrenewed_generation;
+  uint64_t unrenewed_until_ms;
+} one_shots;
+
+static one_shots one_shots_of(cp_state *cp, const cp_shard_row *sh) {
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  return w ? (one_shots){w->fired, w->unrenewed_generation, w->unrenewed_until_ms} : (one_shots){0};
+}
+
+static void rearm(cp_state *cp, const cp_shard_row *sh, const one_shots *before) {
+  cp_shard_mem *w = cp_shard_mem_get(cp, sh->stream_uuid, sh->shard, false);
+  if (!w) return;
+  w->fired = before->fired;
+  w->unrenewed_generation = before->unrenewed_generation;
+  w->unrenewed_until_ms = before->unrenewed_until_ms;
+}
+
 void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
   /* §4.8: no decision before inventories. Asked on every evaluation (every
    * inventory triggers one), so the wait ends as soon as they are in. */
@@ -385,15 +413,16 @@ void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
     /* A copy promised a generation the store never issued (a restored
      * database): not a new shard — a failover above it, counted copies only. */
     if (higher_generation_seen(sh, why, sizeof why)) {
-      if (!in_grace) failover(cp, sh, why);
+      if (!in_grace) (void)failover(cp, sh, why); /* refused: tried again at the next evaluation */
       return;
     }
     issue_first(cp, sh);
     return;
   }
   if (in_grace) return;
+  one_shots before = one_shots_of(cp, sh);
   const char *lost = higher_generation_seen(sh, why, sizeof why); /* said first: it explains the rest */
   if (!lost) lost = leader_lost(cp, sh, why, sizeof why);
   if (!lost) lost = fence_timed_out(cp, sh, why, sizeof why);
-  if (lost) failover(cp, sh, lost);
+  if (lost && !failover(cp, sh, lost)) rearm(cp, sh, &before);
 }

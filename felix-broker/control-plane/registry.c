@@ -142,7 +142,8 @@ void cp_register(cp_state *cp, const cp_register_req *r, char incarnation[CP_INC
   }
   cp_live_renew(cp, l);
   cp_live_set_inventory(l, r->inv, r->ninv);
-  cp_apply_inventory(cp, &b, r->inv, r->ninv, true);
+  l->inv_unapplied = !cp_apply_inventory(cp, &b, r->inv, r->ninv, true);
+  l->inv_unapplied_at_start = true;
   /* A directory the broker could not read (EMFILE, EIO on its ballot) is not
    * in the inventory either: nothing is "missing" until all were read (found
    * by the review: an intact R=1 copy was forgotten and its shard stuck). A
@@ -186,11 +187,17 @@ void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, con
   if (!l) return;
   bool was_dead = !felix_lease_alive(l->renewed_ms, cp->clock.now_ms, cp->lease_ms);
   cp_live_renew(cp, l);
+  bool applied = false;
   if (inv) {
     cp_live_set_inventory(l, inv, ninv);
-    cp_apply_inventory(cp, &b, inv, ninv, false);
+    l->inv_unapplied = !cp_apply_inventory(cp, &b, inv, ninv, false);
+    l->inv_unapplied_at_start = false;
+    applied = true;
+  } else if (l->inv_unapplied) { /* the store refused it before: again, as it came */
+    l->inv_unapplied = !cp_apply_inventory(cp, &b, l->inv, l->ninv, l->inv_unapplied_at_start);
+    applied = !l->inv_unapplied;
   }
-  if (inv || was_dead) cp_reevaluate_all(cp);
+  if (applied || was_dead) cp_reevaluate_all(cp);
 }
 
 /* An Active leader's measurements of its followers (§4.5, rule 5): each

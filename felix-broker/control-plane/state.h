@@ -65,6 +65,10 @@ typedef struct cp_live {
   int npredecessors;
   cp_inv_entry *inv;
   size_t ninv;
+  /* inv is in memory but the store refused what it implies (a gone copy, a
+   * stranger, a generation promised): applied again at each heartbeat until
+   * it is taken, as the broker sends an inventory only when it changes */
+  bool inv_unapplied, inv_unapplied_at_start;
 } cp_live;
 
 /* What the control plane remembers of a shard only while it runs: the fence

@@ -40,6 +40,7 @@ bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker);
 /* at_start: the inventory a process sent with its registration, taken before
  * it answered any peer — the only one that can show lost writes, since a
  * heartbeat's inventory may be older than a measurement it crosses. */
-void cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start);
+/* false when the store refused it (logged; nothing of it recorded) */
+bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start);
 
 #endif

@@ -62,27 +62,83 @@ static void store_exec(fx *f, const char *sql) {
   sqlite3_close(db);
 }
 
+/* A store that refuses every write of a shard's row (a full disk, say). */
+static const char REFUSE[] = "CREATE TRIGGER refuse BEFORE INSERT ON shards BEGIN SELECT RAISE(ABORT, 'refused by the test'); END";
+
 /* A report the store fails to take leaves nothing in memory: its no-quorum
  * age was set before the shard's row was written, stayed when the write
  * failed, and failed A over a lease later on a report never accepted. */
 static void a_report_the_store_refused_leaves_no_no_quorum_age(void **state) {
   fx *f = *state;
   int a = active_orders(f, 5);
-  store_exec(f, "CREATE TRIGGER refuse BEFORE INSERT ON shards BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  store_exec(f, REFUSE);
   cp_report_shard r = {.stream = "orders", .shard = 0, .generation = 1, .copy_id = copies[a], .log_end = 5,
-                       .last_generation = 1, .hwm = 5, .no_quorum_ms = 5001};
+                       .last_generation = 1, .hwm = 5, .no_quorum_ms = 5001, .log_bytes = 777};
   cp_report_rejection rej[1];
   size_t nrej = 0;
   cp_outcome o;
   assert_int_equal(cp_report(&f->cp, ids[a], f->inc[a], 2, &r, 1, rej, &nrej, &o), 0);
   assert_int_not_equal(o.status, 200);
   store_exec(f, "DROP TRIGGER refuse");
+  cp_shard_row sh = shard0(f);
+  assert_int_not_equal(cp_shard_log_bytes(&f->cp, &sh), 777); /* the refused report's size is not in memory */
   for (int k = 0; k < 3 * 5000 / CP_TICK_MS; k++) {
     tick_all(f);
     if (shard0(f).generation != 1)
       fail_msg("generation %" PRId64 " issued on a no-quorum report the store refused", shard0(f).generation);
   }
   assert_true(renews_lease(f, a));
+}
+
+/* The triggers that fire once (a fence timeout, a no-quorum leader whose
+ * lease passed) re-arm when the store refuses the failover: once, the shard
+ * stayed at Fencing for ever (found by the review of 38fb7c3). */
+static void a_fence_timeout_the_store_refused_fires_again(void **state) {
+  fx *f = *state;
+  created_orders(f);
+  for (int i = 0; i < 3; i++) {
+    cp_inv_entry e = inv(f, copies[i], 0, 0, INST1);
+    heartbeat(f, i, &e); /* generation 1 is issued; its leader never reports: the fence never completes */
+  }
+  assert_string_equal(shard0(f).state, "Fencing");
+  store_exec(f, REFUSE);
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_all(f); /* the timeout fires; its failover is refused */
+  assert_int_equal(shard0(f).generation, 1);
+  store_exec(f, "DROP TRIGGER refuse");
+  for (int k = 0; k < 3; k++) tick_all(f);
+  if (shard0(f).generation == 1) fail_msg("the fence timeout did not fire again once the store took writes");
+}
+
+static void a_no_quorum_failover_the_store_refused_fires_again(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  char why[200];
+  assert_int_equal(report_nq(f, a, 2, 1, 5, copies, 5001, why), 1);
+  store_exec(f, REFUSE);
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_all(f); /* A's lease passes; the failover is refused */
+  assert_int_equal(shard0(f).generation, 1);
+  store_exec(f, "DROP TRIGGER refuse");
+  for (int k = 0; k < 3; k++) tick_all(f); /* no new report: the trigger that fired must fire again */
+  if (shard0(f).generation == 1) fail_msg("the no-quorum failover did not fire again once the store took writes");
+  assert_string_not_equal(shard0(f).leader, ids[a]);
+}
+
+/* An inventory the store refused is applied again at the next heartbeat:
+ * the broker sends one only when it changes, and the gone copy it names
+ * stayed a caught-up slot. */
+static void an_inventory_the_store_refused_is_applied_at_the_next_heartbeat(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  int k = (a + 1) % 3;
+  cp_inv_entry e = inv(f, copies[k], 5, 1, INST1);
+  e.gone = true;
+  store_exec(f, REFUSE);
+  heartbeat(f, k, &e);
+  store_exec(f, "DROP TRIGGER refuse");
+  assert_string_equal(shard0(f).slots[k].copy_id, copies[k]); /* refused: nothing recorded yet */
+  tick_all(f); /* heartbeats without an inventory */
+  if (!strcmp(shard0(f).slots[k].copy_id, copies[k]))
+    fail_msg("the slot still names the gone copy %s after the next heartbeat", copies[k]);
 }
 
 /* A trigger that proves the old process gone (a new incarnation) moves the
@@ -213,6 +269,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quorum_failover_waits_for_the_leaders_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_report_the_store_refused_leaves_no_no_quorum_age, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_fence_timeout_the_store_refused_fires_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_no_quorum_failover_the_store_refused_fires_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(an_inventory_the_store_refused_is_applied_at_the_next_heartbeat, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),
