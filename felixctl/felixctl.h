@@ -119,11 +119,13 @@ typedef struct ctl_reply {
 } ctl_reply;
 
 int ctl_http(const ctl_opts *o, const char *method, const char *path, const char *body, ctl_reply *out);
-/* watch.c: in a --watch child, ctl_http hands each answer here; it is
- * written to ctl_watch_key without its ages, what the watch compares
- * (NULL: not watching, nothing written). */
-extern FILE *ctl_watch_key;
+/* watch.c: in a --watch child, ctl_http hands each answer here (kept
+ * without its ages), and in the child's replay takes them back in order
+ * instead of asking the control plane: what the replay prints is what the
+ * watch compares. Outside a --watch child: nothing kept, no replay. */
 void ctl_watch_note_reply(const cJSON *json);
+bool ctl_watch_replaying(void);
+int ctl_watch_replay_next(ctl_reply *out);
 void ctl_reply_free(ctl_reply *r);
 void ctl_http_global_init(void);
 void ctl_http_global_cleanup(void);

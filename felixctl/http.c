@@ -150,6 +150,7 @@ static CURLcode perform(const ctl_opts *o, const char *method, const char *url, 
 }
 
 int ctl_http(const ctl_opts *o, const char *method, const char *path, const char *body, ctl_reply *out) {
+  if (ctl_watch_replaying()) return ctl_watch_replay_next(out);
   memset(out, 0, sizeof *out);
   char token[CTL_MAX_TOKEN];
   int rc = load_token(o, token, sizeof token);

@@ -5,11 +5,15 @@
  * (as kubectl -w), after a line with the time in table mode, alone with -o
  * json (one JSON document per line). A failed request is printed and the
  * watch goes on: the control plane may be restarting. SIGINT or SIGTERM
- * ends it with exit 0. What is compared is not the printed text but the
- * control plane's answers without their ages (keys ending in _age_ms: a
- * lease age differs on every refresh), and the errors: a broker list whose
- * brokers did not change is not printed again because a second passed. */
+ * ends it with exit 0. What is compared is what the command prints without
+ * the ages in its answers (keys ending in _age_ms: a lease age differs on
+ * every refresh), and its errors: the child runs the command, then runs it
+ * again on the answers it got, ages removed, into a third pipe (a replay:
+ * no request). A broker list whose brokers did not change is not printed
+ * again because a second passed; a field the table does not show that
+ * changed does not print the same table again (found by helper-27). */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,7 +31,11 @@
 static volatile sig_atomic_t stop;
 static void on_signal(int sig) { stop = sig; }
 
-FILE *ctl_watch_key;
+enum { WATCH_OFF, WATCH_RECORD, WATCH_REPLAY };
+#define WATCH_MAX_ANSWERS 16 /* a command's requests per run (cluster status makes three) */
+static int watch_mode;
+static cJSON *answers[WATCH_MAX_ANSWERS];
+static int nanswers, replayed;
 
 /* Without the members whose name ends in _age_ms, at any depth. */
 static void drop_ages(cJSON *j) {
@@ -40,16 +48,23 @@ static void drop_ages(cJSON *j) {
 }
 
 void ctl_watch_note_reply(const cJSON *json) {
-  if (!ctl_watch_key) return;
+  if (watch_mode != WATCH_RECORD || nanswers == WATCH_MAX_ANSWERS) return;
   cJSON *copy = cJSON_Duplicate(json, true);
   drop_ages(copy);
-  char *text = copy ? cJSON_PrintUnformatted(copy) : NULL;
-  /* no key (out of memory): a pid differs on every refresh, so it is a
-   * change, printed once too often rather than missed */
-  if (text) fprintf(ctl_watch_key, "%s\n", text);
-  else fprintf(ctl_watch_key, "unkeyed %ld\n", (long)getpid());
-  free(text);
-  cJSON_Delete(copy);
+  answers[nanswers++] = copy; /* NULL (out of memory): the replay fails, and its empty key is a change at worst */
+}
+
+bool ctl_watch_replaying(void) { return watch_mode == WATCH_REPLAY; }
+
+int ctl_watch_replay_next(ctl_reply *out) {
+  memset(out, 0, sizeof *out);
+  if (replayed >= nanswers || !answers[replayed]) return FELIX_EXIT_FAILURE; /* its stderr goes nowhere */
+  out->status = 200;
+  out->json = answers[replayed];
+  answers[replayed++] = NULL; /* the caller's now: ctl_reply_free frees it */
+  out->body = cJSON_PrintUnformatted(out->json); /* -o json prints the body (NULL: prints nothing, a change at worst) */
+  out->len = out->body ? strlen(out->body) : 0;
+  return 0;
 }
 
 typedef struct grown {
@@ -95,8 +110,8 @@ static void read_all(int *fds, int nfds, char **out) {
   }
 }
 
-/* Runs the command once in a child: its stdout, its stderr and the key of
- * its answers (ctl_watch_note_reply) into out[0..2]. */
+/* Runs the command once in a child: its stdout, its stderr and what it
+ * prints again on its answers without their ages into out[0..2]. */
 static void run_once(const ctl_command *c, const ctl_opts *o, char **out) {
   int p[3][2], mine[3];
   out[0] = out[1] = out[2] = NULL;
@@ -108,12 +123,17 @@ static void run_once(const ctl_command *c, const ctl_opts *o, char **out) {
   if (pid == 0) {
     dup2(p[0][1], STDOUT_FILENO);
     dup2(p[1][1], STDERR_FILENO);
-    ctl_watch_key = fdopen(p[2][1], "w");
     for (int i = 0; i < 3; i++) close(p[i][0]);
     close(p[0][1]), close(p[1][1]);
+    watch_mode = WATCH_RECORD;
     int rc = c->run(o);
     fflush(stdout);
-    if (ctl_watch_key) fclose(ctl_watch_key);
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    dup2(p[2][1], STDOUT_FILENO);
+    if (devnull >= 0) dup2(devnull, STDERR_FILENO); /* its errors were the first run's */
+    watch_mode = WATCH_REPLAY;
+    c->run(o);
+    fflush(stdout);
     _exit(rc);
   }
   for (int i = 0; i < 3; i++) close(p[i][1]), mine[i] = p[i][0];
