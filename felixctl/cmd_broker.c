@@ -99,6 +99,7 @@ const ctl_command ctl_cmd_broker_describe = {
             "\n"
             "With -o json, prints the control plane's object: the fields of broker\n"
             "list plus copies [{stream, shard, copy_id, role, generation}] and\n"
-            "history [{id, ts, kind, stream, shard, generation, broker, message}].\n",
+            "history [{event_id, occurred_at, kind, stream, shard, generation, broker,\n"
+            "message}].\n",
     .run = broker_describe,
 };

@@ -188,7 +188,7 @@ const ctl_command ctl_cmd_consume = {
             "\n"
             "Prints each record's payload exactly as stored followed by a newline.\n"
             "With -o json, prints one object per line instead:\n"
-            "  {\"offset\", \"timestamp_micros\", \"payload_b64\"}\n"
+            "  {\"offset\", \"timestamp\", \"payload_b64\"} (timestamp: RFC 3339, microseconds)\n"
             "Offsets of generation-start markers are skipped, so offsets may have gaps.\n"
             "\n"
             "Without --follow, felixctl stops at the shard's HWM as it was when the\n"

@@ -36,8 +36,8 @@ const ctl_command ctl_cmd_placement_history = {
             "each copy and why it was not eligible. Exits 3 when there is no such\n"
             "shard.\n"
             "\n"
-            "With -o json, prints the control plane's array of {id, ts, kind, stream,\n"
-            "shard, generation, broker, message}.\n",
+            "With -o json, prints the control plane's array of {event_id, occurred_at,\n"
+            "kind, stream, shard, generation, broker, message}.\n",
     .run = placement_history,
 };
 

@@ -181,8 +181,8 @@ const ctl_command ctl_cmd_stream_list = {
     .usage = "stream list",
     .summary = "every stream",
     .help = "\n"
-            "With -o json, prints the control plane's array of {name, uuid, shards,\n"
-            "replicas, acks, created_at}.\n",
+            "With -o json, prints the control plane's array of {name, uuid,\n"
+            "shard_count, replication_factor, acks, created_at}.\n",
     .run = stream_list,
 };
 
@@ -216,7 +216,7 @@ const ctl_command ctl_cmd_stream_delete = {
             "stream. Brokers remove their copies when they next hear from the control\n"
             "plane.\n"
             "\n"
-            "With -o json, prints the control plane's answer {deleted, uuid}.\n",
+            "With -o json, prints the control plane's answer {deleted, name, uuid}.\n",
     .run = stream_delete,
 };
 

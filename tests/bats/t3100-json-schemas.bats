@@ -101,6 +101,25 @@ save() {
   done
 }
 
+# Every field name a --help names for -o json is in that command's schema
+# (tests/bats/help_json_keys.py): the help texts said id and ts after the
+# answers had become event_id and occurred_at (found by helper-28).
+@test "every field felixctl --help names for -o json is a field of the command's schema" {
+  run -0 python3 "$REPO_ROOT/tests/bats/help_json_keys.py" "$CTL" "$SCHEMAS"
+  [[ $output == *" names checked"* ]] || fail "$output"
+  # and it goes red: a name the answers do not have
+  mkdir -p "$W/schemas"
+  cp "$SCHEMAS"/*.json "$W/schemas/"
+  python3 - "$W/schemas/stream-delete.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+del s["properties"]["name"]
+json.dump(s, open(sys.argv[1], "w"))
+PY
+  run -1 python3 "$REPO_ROOT/tests/bats/help_json_keys.py" "$CTL" "$W/schemas"
+  assert_output --partial "felixctl stream delete --help names 'name' for -o json; docs/json/stream-delete.json has no such field"
+}
+
 @test "the vocabulary check goes red: a capitalised key, a key with two types, a time without microseconds or under another key, a schema violation" {
   mkdir -p "$W/bad"
   echo '{"version": "0.1.0", "Active": 1}' >"$W/bad/version.json"
