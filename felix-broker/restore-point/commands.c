@@ -59,8 +59,9 @@ static cJSON *shards_json(const felix_rp_manifest *m, const felix_rp_select *sel
 static cJSON *point_json(const char *path, const felix_rp_manifest *m) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "path", path);
-  cJSON_AddNumberToObject(o, "version", m->version);
-  cJSON_AddStringToObject(o, "created_at", m->created_at);
+  cJSON_AddNumberToObject(o, "manifest_version", m->version); /* "version" is felix's own, a string */
+  if (m->created_at_micros) felix_json_add_time(o, "created_at", (int64_t)m->created_at_micros); /* µs, as every time */
+  else cJSON_AddStringToObject(o, "created_at", m->created_at);
   if (m->broker_id[0]) cJSON_AddStringToObject(o, "broker_id", m->broker_id);
   else cJSON_AddNullToObject(o, "broker_id");
   cJSON_AddStringToObject(o, "storage_id", m->storage_id);

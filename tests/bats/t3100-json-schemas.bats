@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# t3100 — one JSON vocabulary: every felixctl command's -o json answer and
-# every felix-inspect --json answer, taken from a real cluster, validates
+# t3100 — one JSON vocabulary: every felixctl command's -o json answer, every
+# felix-inspect and felix-broker restore-point --json answer, taken from a
+# real cluster, validates
 # against its schema in docs/json/ (python3-
 # jsonschema), and across all of them keys are snake_case, a key name has
 # one type, and times are RFC 3339 with microseconds (tests/bats/json_vocab.py).
@@ -36,6 +37,13 @@ inspect_save() {
   "$FELIX_BUILD/felix-inspect" --json "$@" >"$W/out/$file" || fail "felix-inspect --json $* exited $?"
 }
 
+# rp_save FILE ARGS... — felix-broker restore-point ARGS --json into $W/out/FILE
+rp_save() {
+  local file=$1
+  shift
+  "$BROKER" restore-point "$@" --json >"$W/out/$file" || fail "restore-point $* --json exited $?"
+}
+
 # save NAME ARGS... — felixctl -o json ARGS into $W/out/NAME.json
 save() {
   local name=$1
@@ -43,7 +51,7 @@ save() {
   "$CTL" -o json "$@" >"$W/out/$name.json" || fail "felixctl -o json $* exited $?"
 }
 
-@test "every command's JSON (felixctl's and felix-inspect's) validates against docs/json/COMMAND.json; snake_case, one type per key, RFC 3339 µs times" {
+@test "every command's JSON (felixctl's, felix-inspect's, restore-point's) validates against docs/json/COMMAND.json; snake_case, one type per key, RFC 3339 µs times" {
   cluster_up 3
   save stream-create stream create s --shards 2 --replicas 3
   wait_until 60 shard_is s/0 Active
@@ -73,6 +81,13 @@ save() {
   inspect_save inspect-index.json index "$copy/00000000000000000000.index"
   inspect_save inspect-verify.json verify "$C/b1"
   inspect_save inspect-ballot.json ballot "$copy"
+  # felix-broker restore-point's: a point of b1's live directory, listed, verified, restored, pruned
+  mkdir "$W/points"
+  rp_save restore-point-create.json create --data-dir "$C/b1" --to "$W/points/p1"
+  rp_save restore-point-list.json list --from "$W/points"
+  rp_save restore-point-verify.json verify --from "$W/points/p1"
+  rp_save restore-point-restore.json restore --from "$W/points/p1" --data-dir "$W/restored"
+  rp_save restore-point-prune.json prune --from "$W/points" --keep 1 --dry-run
   # a control plane that lost its database knows no stream: adopt brings s back
   stop_process cp TERM
   rm -f "$CP_DB" "$CP_DB-wal" "$CP_DB-shm" # its token files stay: the brokers keep theirs
