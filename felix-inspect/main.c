@@ -75,6 +75,8 @@ static void usage(FILE *f) {
              "  --payload MODE    dump: payload as text (default), hex or none\n"
              "  -h, --help        this help\n"
              "  --version         print the version\n\n"
+             "Environment: FELIX_RUNTIME_DIR, where the broker keeps its boot tokens\n"
+             "(default /run/felix), FELIX_BOOT_ID_FILE (tests only).\n\n"
              "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 6 corrupt data found.\n"
              "See felix-inspect(1) and felix-storage(5).\n");
 }

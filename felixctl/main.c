@@ -130,7 +130,9 @@ static void global_usage(FILE *f) {
         "  -h, --help            this help; felixctl COMMAND --help for one command\n"
         "  --version             print the version\n"
         "\n"
-        "Flags win over the environment, and both over the context.\n"
+        "Flags win over the environment, and both over the context. Environment:\n"
+        "FELIX_CONTROL_PLANE, FELIX_TOKEN_FILE, FELIX_CONFIG (the config file;\n"
+        "default $XDG_CONFIG_HOME/felix/config, else ~/.config/felix/config).\n"
         "Exit codes: 0 ok, 1 failure, 2 usage, 3 not found, 4 refused,\n"
         "5 control plane or broker unreachable.\n"
         "See felixctl(1).\n",

@@ -42,7 +42,8 @@ static const char *usage_text =
     "  -h, --help               this help\n\n"
     "SIGTERM or SIGINT drains: readiness off, producer appends refused, every store\n"
     "flushed, run-state state=stopped, exit 0 (within FELIX_SHUTDOWN_DRAIN_TIMEOUT_MS,\n"
-    "default 25000, else exit 1). See felix-broker(8).\n";
+    "default 25000, else exit 1). Exit 7: the control plane refused the broker's token\n"
+    "(401), so no retry can succeed. See felix-broker(8).\n";
 
 static int usage_error(const char *fmt, const char *a, const char *b2) {
   fprintf(stderr, "felix-broker: error: ");

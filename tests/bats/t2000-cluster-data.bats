@@ -117,10 +117,14 @@ print(len(docs))' "$C/watch.yaml"
   kill -STOP "$(pid_of b2)" "$(pid_of b3)" # no copy of a new R=3 stream can be made on them
   run -0 "$CTL" stream create nl --shards 1 --replicas 3
   run timeout 30 "$CTL" produce nl --shard 0 --wait 1500ms <<<"never-written"
-  kill -CONT "$(pid_of b2)" "$(pid_of b3)"
   [ "$status" -eq 1 ] || fail "produce exited $status (1 expected): $output"
   [[ $output =~ "shard nl/0 has no leader (state "[A-Za-z]+") after waiting 1.5 s" ]] || fail "$output"
   [[ $output == *"--wait gives it longer"* ]] || fail "$output"
+  # without --wait: the default, 10 s
+  run timeout 40 "$CTL" produce nl --shard 0 <<<"never-written"
+  kill -CONT "$(pid_of b2)" "$(pid_of b3)"
+  [ "$status" -eq 1 ] || fail "produce exited $status (1 expected): $output"
+  [[ $output =~ "shard nl/0 has no leader (state "[A-Za-z]+") after waiting 10.0 s" ]] || fail "default --wait: $output"
   wait_until 60 shard_is nl/0 Active
   run -0 "$CTL" produce nl --shard 0 --wait 30s <<<"written"
   run -0 "$CTL" consume nl --shard 0

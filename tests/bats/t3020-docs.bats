@@ -22,7 +22,7 @@ flags_of() { grep -oE '(^|[][ |(,])--?[a-z][a-z-]*' <<<"$1" | sed 's/^[][ |(,]//
 # ctl_commands — "group verb" (or "group") of every command felixctl --help lists.
 ctl_commands() {
   "$CTL" --help | sed -n '/^Commands:/,/^$/p' | grep -E '^  [a-z]' | sed 's/^  //; s/  .*//' |
-    awk '{ out = $1; if ($2 ~ /^[a-z]+$/) out = out " " $2; print out }'
+    awk '{ out = $1; if ($2 ~ /^[a-z][a-z-]*$/) out = out " " $2; print out }'
 }
 
 # ctl_help_texts — felixctl --help and every command's --help, concatenated.
