@@ -91,7 +91,14 @@ stuck_shard() {
   # bytes per second from the leader's log size: on the shard and on the broker that leads it
   wait_until 20 pane_has "^$OK .*Active  *[0-9][0-9]*  *[0-9.][0-9.]*  *[1-9][0-9.]* [KMG]*i*B\\( \\|$\\)"
   wait_until 20 pane_has "^b[12] .* [1-9][0-9.]* [KMG]*i*B$"
+  # records per second on the broker too (REC/S before its B/S)
+  wait_until 20 pane_has "^b[12] .* [1-9][0-9.]*[kMGT]\{0,1\} \{1,\}[0-9.]\{1,\} [KMG]*i*B$"
   wait "$trickle"
+  # a 7-digit HWM is shown whole in its column, the line still 80 wide
+  seq 1 1000000 | "$CTL" produce r --shard "${OK#r/}" >/dev/null
+  wait_until 20 pane_has "^$OK .*Active  *1000[0-9][0-9][0-9] "
+  pane >/dev/null
+  awk 'length > 80 { bad = 1 } END { exit bad }' "$C/pane" || fail "a line is wider than 80 columns: $(cat "$C/pane")"
   # s sorts by name, then HWM (the largest first): the stuck shard is no longer first by name
   keys s
   wait_until 10 pane_has "s sort: name"
