@@ -145,6 +145,21 @@ print(len(docs))' "$C/watch.yaml"
   grep -q ' level=info msg=starting ' "$C/b5.log" || fail "b5 at debug dropped its info lines"
 }
 
+# The control plane's --log-level too: at warn, a restart, the brokers'
+# heartbeats and a stream's creation (info events each) write no info line.
+@test "a control plane at --log-level warn writes no info line" {
+  stop_process cp TERM
+  from=$(($(wc -l <"$C/cp.log") + 1))
+  cp_start --log-level warn
+  wait_until 60 brokers_alive 3
+  run -0 "$CTL" stream create quiet --shards 1 --replicas 3
+  wait_until 60 shard_is quiet/0 Active
+  stop_process cp TERM
+  run -0 bash -c "tail -n +$from '$C/cp.log' | grep ' level=info \| level=debug ' || true"
+  [ -z "$output" ] || fail "info or debug lines at warn: $output"
+  grep -q ' level=info msg="control plane serving"' "$C/cp.log" || fail "the first start (at info) wrote no info line: nothing was checked"
+}
+
 # A line repeated five times a second (a leader's link to a dead follower
 # retries every 200 ms, each failure a debug "peer link reset") is written
 # once per FELIX_LOG_REPEAT_MS (10 s), the next time with repeated=N.
