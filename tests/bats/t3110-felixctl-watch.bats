@@ -15,6 +15,7 @@ setup() {
 
 teardown() {
   [ -z "${watcher:-}" ] || kill "$watcher" 2>/dev/null || true
+  tmux -L "felix-watch-$$" kill-server 2>/dev/null || true
   cluster_teardown
 }
 
@@ -46,4 +47,23 @@ watch_for() {
   [ "$output" -ge 2 ]
   watch_for 5 "$C/json.out" -o json shard list
   [ "$(wc -l <"$C/json.out")" -ge 2 ] || fail "-o json: a changed detail was not printed: $(cat "$C/json.out")"
+}
+
+# On a terminal the screen is redrawn every 2 s under a line with the time,
+# changed or not, as watch(1) does; Ctrl-C ends it with exit 0.
+@test "--watch on a terminal redraws the screen every 2 s under the time; Ctrl-C exits 0" {
+  command -v tmux >/dev/null || fail "tmux is not installed (make deps)"
+  local sock="felix-watch-$$"
+  tmux -L "$sock" -f /dev/null new-session -d -s w -x 100 -y 20 \
+    "'$CTL' --control-plane '$FELIX_CONTROL_PLANE' --token-file '$FELIX_TOKEN_FILE' broker list --watch; echo \$? >'$C/watch.rc'; sleep 30"
+  header() { tmux -L "$sock" capture-pane -p -t w | grep -m1 '^Every 2.0s: felixctl broker list '; }
+  wait_until 20 header
+  first=$(header)
+  [[ $first =~ [0-9]{2}:[0-9]{2}:[0-9]{2} ]] || fail "no time in the header: $first"
+  tmux -L "$sock" capture-pane -p -t w | grep -q '^b1 ' || fail "no broker row under the header"
+  wait_until 10 bash -c "[ \"\$(tmux -L '$sock' capture-pane -p -t w | grep -m1 '^Every 2.0s')\" != '$first' ]"
+  [ "$(tmux -L "$sock" capture-pane -p -t w | grep -c '^Every 2.0s')" -eq 1 ] || fail "the screen was not cleared before the redraw"
+  tmux -L "$sock" send-keys -t w C-c
+  wait_until 10 test -s "$C/watch.rc"
+  [ "$(cat "$C/watch.rc")" = 0 ]
 }
