@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "broker.h"
+#include "felix/jsonnum.h"
 #include "felix/fileutil.h"
 #include "felix/lease.h"
 #include "felix/logfmt.h"
@@ -60,9 +61,12 @@ static long post_json(CURL *curl, const broker *b, const char *token, const char
   return code;
 }
 
-static cJSON *parse_or_empty(const char *s) {
-  cJSON *j = s ? cJSON_Parse(s) : NULL;
-  return j ? j : cJSON_CreateArray();
+/* The inventory or report the loop printed (exact 64-bit integers), as it
+ * is: parsed again, its numbers became doubles, printed back as
+ * 9.00719925474099e+15 (cJSON keeps 15 digits when they compare equal
+ * within an epsilon), and the control plane took 2^53 - 1 for 2^53 - 3. */
+static cJSON *as_printed(const char *s) {
+  return cJSON_CreateRaw(s ? s : "[]");
 }
 
 static char *register_body(broker *b, const char *inventory) {
@@ -77,7 +81,7 @@ static char *register_body(broker *b, const char *inventory) {
   /* This directory's own earlier id: the old process was the lock holder. */
   if (b->previous_sid[0]) cJSON_AddStringToObject(j, "previous_storage_id", b->previous_sid);
   cJSON_AddNumberToObject(j, "unread_copies", b->unread_copies); /* counted at start, before this thread ran */
-  cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
+  cJSON_AddItemToObject(j, "inventory", as_printed(inventory));
   char *s = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
   return s;
@@ -87,7 +91,7 @@ static char *heartbeat_body(broker *b, const char *incarnation, const char *inve
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
   cJSON_AddStringToObject(j, "incarnation", incarnation);
-  if (inventory) cJSON_AddItemToObject(j, "inventory", parse_or_empty(inventory));
+  if (inventory) cJSON_AddItemToObject(j, "inventory", as_printed(inventory));
   pthread_mutex_lock(&b->mb.mu);
   if (b->mb.draining) cJSON_AddTrueToObject(j, "draining");
   pthread_mutex_unlock(&b->mb.mu);
@@ -100,8 +104,8 @@ static char *report_body(broker *b, const char *incarnation, uint64_t seq, const
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "broker_id", b->cfg.id);
   cJSON_AddStringToObject(j, "incarnation", incarnation);
-  cJSON_AddNumberToObject(j, "seq", (double)seq);
-  cJSON_AddItemToObject(j, "shards", parse_or_empty(shards));
+  felix_json_add_u64(j, "seq", seq);
+  cJSON_AddItemToObject(j, "shards", as_printed(shards));
   char *s = cJSON_PrintUnformatted(j);
   cJSON_Delete(j);
   return s;

@@ -107,15 +107,20 @@ static bool inv_generations(const cJSON *g, const char *prefix, cp_inv_entry *x,
   for (int i = 0; i < n; i++) {
     const cJSON *p = cJSON_GetArrayItem(g, i);
     const cJSON *a = cJSON_GetArrayItem(p, 0), *b = cJSON_GetArrayItem(p, 1);
-    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || !cJSON_IsNumber(a) || !cJSON_IsNumber(b) ||
-        a->valuedouble < 0 || b->valuedouble < 0) {
+    int64_t gen, start;
+    /* the checked reader: a pair at 2^53 or beyond is refused, never rounded
+     * (a rounded generation promised once adopted a copy below its own) */
+    if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || felix_json_i64(a, &gen) != FELIX_JSON_INT_OK ||
+        felix_json_i64(b, &start) != FELIX_JSON_INT_OK || gen < 0 || start < 0) {
       n = -1;
       break;
     }
     int k = n - i <= CP_MAX_GENS ? x->ngens++ : -1;
-    if (k >= 0) x->gens[k][0] = (int64_t)a->valuedouble, x->gens[k][1] = (int64_t)b->valuedouble;
+    if (k >= 0) x->gens[k][0] = gen, x->gens[k][1] = start;
   }
-  if (n < 0) snprintf(why, cap, "%s: field generations must be a list of [generation, start offset] pairs", prefix);
+  if (n < 0)
+    snprintf(why, cap, "%s: field generations must be a list of [generation, start offset] pairs of integers below 2^53",
+             prefix);
   return n >= 0;
 }
 

@@ -181,3 +181,31 @@ abandon_as_shown() {
   produce_acked 41 60
   acked_readable
 }
+
+# Generations near 2^53 pass through the broker, the control plane and
+# felixctl with every digit: the broker parsed its own inventory again and
+# printed 2^53 - 1 as 9.00719925474099e+15, which the control plane took
+# for 9007199254740990. Above 2^53, where a JSON number no longer carries
+# an integer exactly, the control plane refuses the copy, naming the field,
+# instead of adopting it at a rounded generation.
+@test "a copy at generation 2^53-1 keeps every digit through the control plane and felixctl; one above 2^53 is refused, not rounded" {
+  top=9007199254740991
+  "$FELIX_BUILD/tools/felix-mkdata" "$C/b1" big 0 5 --generation "$top" --stream-file 1/1/quorum >/dev/null
+  "$FELIX_BUILD/tools/felix-mkdata" "$C/b2" over 0 5 --generation $((top + 2)) --stream-file 1/1/quorum >/dev/null
+  cp_start
+  broker_start 1
+  broker_start 2
+  wait_until 60 brokers_alive 1
+  wait_until 30 "$CTL" stream adopt big
+  wait_until 30 shard_is big/0 NoCaughtUpReplica
+  run -0 "$CTL" -o json shard describe big/0
+  [ "$(jget 'j["seen_generation"]' <<<"$output")" = "$top" ] || fail "$output"
+  run -0 "$CTL" -o yaml shard describe big/0
+  assert_line "seen_generation: $top"
+  # b2's copy: its registration is refused, naming the field, and retried
+  wait_until 30 grep -q 'msg="registration refused; will retry" .*inventory\[0\]: field last_generation is 2^53 or beyond' "$C/b2.log"
+  run -0 "$CTL" -o json broker list
+  [ "$(jget '[b["id"] for b in j]' <<<"$output")" = '["b1"]' ] || fail "$output"
+  run -3 "$CTL" stream adopt over
+  refute_output --partial "adopted"
+}

@@ -12,6 +12,7 @@
  *   --run-state S          running | stopped | none (default stopped)
  *   --fsync-mode M         recorded in run-state (default periodic)
  *   --boot-id ID           recorded in run-state (default: the current boot id)
+ *   --stream-file S/R/ACKS the copy's stream file: S shards, R replicas, acks (default none)
  * Prints the shard directory path. */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,9 +28,10 @@
 #include "felix/datadir.h"
 #include "felix/fileutil.h"
 #include "felix/log.h"
+#include "felix/streammeta.h"
 
 typedef struct mk_opts {
-  const char *datadir, *stream, *uuid, *leader, *run_state, *boot_id;
+  const char *datadir, *stream, *uuid, *leader, *run_state, *boot_id, *stream_file;
   uint32_t shard;
   uint64_t records, segment_bytes, index_spacing, payload_size, generation;
   felix_fsync_mode mode;
@@ -54,7 +56,7 @@ static uint64_t num(const char *v) {
 
 static void parse(int argc, char **argv, mk_opts *o) {
   if (argc < 5) die("usage: felix-mkdata DATADIR STREAM SHARD RECORDS [options]");
-  *o = (mk_opts){argv[1], argv[2], NULL, NULL, "stopped", NULL, (uint32_t)num(argv[3]), num(argv[4]), 4096, 256, 0, 1,
+  *o = (mk_opts){argv[1], argv[2], NULL, NULL, "stopped", NULL, NULL, (uint32_t)num(argv[3]), num(argv[4]), 4096, 256, 0, 1,
                  FELIX_FSYNC_PERIODIC, 1};
   for (int i = 5; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -69,6 +71,7 @@ static void parse(int argc, char **argv, mk_opts *o) {
     else if (!strcmp(a, "--leader")) o->leader = v;
     else if (!strcmp(a, "--run-state")) o->run_state = v;
     else if (!strcmp(a, "--boot-id")) o->boot_id = v;
+    else if (!strcmp(a, "--stream-file")) o->stream_file = v;
     else if (!strcmp(a, "--fsync-mode")) { if (!felix_fsync_mode_parse(v, &o->mode)) die("bad fsync mode"); }
     else die("unknown option");
   }
@@ -98,6 +101,19 @@ static void write_records(const char *path, const char *name, const mk_opts *o, 
   check(felix_log_close(log, &err), &err);
 }
 
+static void write_stream_file(int shardfd, const char *path, const char *uuid, const mk_opts *o) {
+  felix_stream_meta m = {0};
+  unsigned shards, replicas;
+  if (sscanf(o->stream_file, "%u/%u/%15s", &shards, &replicas, m.acks) != 3) die("--stream-file: not SHARDS/REPLICAS/ACKS");
+  m.shards = shards, m.replicas = replicas;
+  snprintf(m.name, sizeof m.name, "%s", o->stream);
+  snprintf(m.uuid, sizeof m.uuid, "%.36s", uuid);
+  char what[4700];
+  felix_err err;
+  snprintf(what, sizeof what, "%s/stream", path);
+  check(felix_stream_meta_write(shardfd, what, &m, &err), &err);
+}
+
 static void write_shard_state(int shardfd, const char *path, const felix_storage_id *sid, const char *uuid,
                               const mk_opts *o, uint64_t start) {
   felix_err err;
@@ -118,6 +134,7 @@ static void write_shard_state(int shardfd, const char *path, const felix_storage
   char what[4700];
   snprintf(what, sizeof what, "%s/ballot", path);
   check(felix_ballot_write(shardfd, what, &b, &err), &err);
+  if (o->stream_file) write_stream_file(shardfd, path, uuid, o);
   felix_generation g = {o->generation, start};
   felix_generations gens = {&g, o->generation ? 1 : 0};
   snprintf(what, sizeof what, "%s/generations", path);
