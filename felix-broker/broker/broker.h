@@ -93,7 +93,7 @@ typedef struct shard {
   bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
   uint64_t stall_logged_since; /* the stalled_since_ms whose stall was logged (one line a stall) */
-  bool sync_stall_logged;      /* a sync past SYNC_STALL_LOG_MS was logged; cleared when it returns */
+  uint64_t stalled_sync_ns;    /* the start (sync_started_ns) of the sync logged as stalled; 0: none */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;

@@ -168,14 +168,17 @@ static void log_sync_stall(shard *s, const felix_log_stats *st) {
   snprintf(ms, sizeof ms, "%" PRIu64, st->sync_in_flight_ms);
   snprintf(bytes, sizeof bytes, "%" PRIu64, st->unsynced_bytes);
   const char *mode = felix_fsync_mode_name(felix_log_mode(s->log));
-  if (st->sync_in_flight_ms >= SYNC_STALL_LOG_MS && !s->sync_stall_logged) {
-    s->sync_stall_logged = true;
+  /* by the sync, not the shard: under on_commit syncs run back to back, and
+   * a tick rarely sees none in flight (found by helper-29) */
+  if (s->stalled_sync_ns && st->sync_started_ns != s->stalled_sync_ns) {
+    s->stalled_sync_ns = 0;
+    felix_log_event("info", "the stalled sync of the log returned", "shard", s->dir_name, NULL);
+  }
+  if (st->sync_in_flight_ms >= SYNC_STALL_LOG_MS && !s->stalled_sync_ns) {
+    s->stalled_sync_ns = st->sync_started_ns;
     felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", s->dir_name, "for_ms", ms,
                     "unsynced_bytes", bytes, "fsync_mode", mode, "acknowledged_unsynced",
                     felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? "yes" : "no", NULL);
-  } else if (!st->sync_in_flight_ms && s->sync_stall_logged) {
-    s->sync_stall_logged = false;
-    felix_log_event("info", "the stalled sync of the log returned", "shard", s->dir_name, NULL);
   }
 }
 

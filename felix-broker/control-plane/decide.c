@@ -107,17 +107,23 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   return true;
 }
 
-bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
-  felix_err err;
-  if (ninv == 0) return true;
-  if (cp_store_begin(cp->store, &err)) goto fail;
+felix_status cp_apply_inventory_txn(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv,
+                                    bool at_start, felix_err *err) {
   for (size_t k = 0; k < ninv; k++) {
     cp_shard_row sh;
     bool found;
     if (inv[k].refused) continue; /* it says nothing of what the copy holds or promised */
-    if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, &err)) goto fail;
-    if (found && note_copy(cp, b, &inv[k], &sh, at_start, &err) && cp_store_shard_put(cp->store, &sh, &err)) goto fail;
+    if (cp_store_shard_get(cp->store, inv[k].stream_uuid, inv[k].shard, &sh, &found, err)) return err->status;
+    if (found && note_copy(cp, b, &inv[k], &sh, at_start, err) && cp_store_shard_put(cp->store, &sh, err))
+      return err->status;
   }
+  return FELIX_OK;
+}
+
+bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
+  felix_err err;
+  if (ninv == 0) return true;
+  if (cp_store_begin(cp->store, &err) || cp_apply_inventory_txn(cp, b, inv, ninv, at_start, &err)) goto fail;
   if (cp_store_commit(cp->store, &err) == FELIX_OK) return true;
 fail:
   cp_store_rollback(cp->store);
@@ -166,7 +172,8 @@ static bool issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
   cp_broker_row b;
   bool found;
   felix_err err;
-  if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err) || !found) return false;
+  if (cp_store_broker_get(cp->store, sh->slots[i].broker, &b, &found, &err)) return cp->decision_refused = true, false;
+  if (!found) return false;
   cp_shard_row next = *sh;
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
   assert(next.generation > sh->generation && next.generation > sh->seen_generation); /* numbers only grow */
@@ -183,6 +190,7 @@ static bool issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     felix_log_event("error", "cannot issue generation", "stream", sh->stream, "error", err.msg, NULL);
+    cp->decision_refused = true;
     return false;
   }
   *sh = next;
@@ -211,7 +219,7 @@ static void issue_first(cp_state *cp, cp_shard_row *sh) {
   }
   if (nc == 0) return;
   size_t i = felix_pick_first_leader(pb, cands, nc);
-  (void)issue_generation(cp, sh, (int)i, "every replica's empty copy exists"); /* refused: the next evaluation tries again */
+  (void)issue_generation(cp, sh, (int)i, "every replica's empty copy exists"); /* refused: the next tick tries again */
 }
 
 /* §4.6: the leader reported no quorum for longer than a lease (a leader whose
@@ -285,6 +293,7 @@ static bool mark_no_caught_up(cp_state *cp, cp_shard_row *sh, const char *lost, 
       cp_store_commit(cp->store, &err)) {
     cp_store_rollback(cp->store);
     felix_log_event("error", "cannot record shard state", "stream", sh->stream, "error", err.msg, NULL);
+    cp->decision_refused = true;
     return false;
   }
   *sh = next;
@@ -413,7 +422,7 @@ void cp_evaluate_shard(cp_state *cp, cp_shard_row *sh) {
     /* A copy promised a generation the store never issued (a restored
      * database): not a new shard — a failover above it, counted copies only. */
     if (higher_generation_seen(sh, why, sizeof why)) {
-      if (!in_grace) (void)failover(cp, sh, why); /* refused: tried again at the next evaluation */
+      if (!in_grace) (void)failover(cp, sh, why); /* refused: the next tick tries again */
       return;
     }
     issue_first(cp, sh);

@@ -321,6 +321,7 @@ void cp_state_tick(cp_state *cp, uint64_t real_now_ms) {
     felix_log_event("info", "a lease has passed since the start: a shard still waiting for inventories may be abandoned", NULL);
     changed = true;
   }
+  if (cp->decision_refused) cp->decision_refused = false, changed = true;
   if (changed || cp_fence_watch_due(cp)) cp_reevaluate_all(cp);
 }
 

@@ -105,6 +105,10 @@ typedef struct cp_shard_mem {
 
 typedef struct cp_state {
   bool open; /* between cp_state_open and cp_state_close */
+  /* a decision the store refused (a generation, a state): the next tick
+   * evaluates every shard again, whatever fired it (a lease lapse is seen
+   * once; found by helper-29) */
+  bool decision_refused;
   pthread_mutex_t mu;
   cp_store *store;
   char instance_id[33];

@@ -248,7 +248,10 @@ void felix_log_get_stats(felix_log *log, felix_log_stats *o) {
   o->synced_seq = log->synced_seq;
   o->syncs = log->syncs;
   o->sync_nanos = log->sync_nanos;
-  if (log->sync_in_flight) o->sync_in_flight_ms = (log_monotonic_ns() - log->sync_started_ns) / 1000000u;
+  if (log->sync_in_flight) {
+    o->sync_started_ns = log->sync_started_ns;
+    o->sync_in_flight_ms = (log_monotonic_ns() - log->sync_started_ns) / 1000000u;
+  }
   o->segments = log->nsegs;
   for (size_t i = 0; i < log->nsegs; i++) o->bytes += log->segs[i].size;
   o->unsynced_bytes = log->bytes_total - log->bytes_synced;

@@ -123,6 +123,30 @@ static void a_no_quorum_failover_the_store_refused_fires_again(void **state) {
   assert_string_not_equal(shard0(f).leader, ids[a]);
 }
 
+/* Every broker but the dead ones heartbeats; the lease clock moves by one tick. */
+static void tick_alive(fx *f, const bool alive[3]) {
+  f->t += CP_TICK_MS;
+  cp_state_tick(&f->cp, f->t);
+  for (int i = 0; i < 3; i++)
+    if (alive[i]) heartbeat(f, i, NULL);
+}
+
+/* A trigger seen once (a lease lapse, noticed at the tick it lapses) whose
+ * failover the store refused: the next tick evaluates again, in a quiet
+ * cluster too; once, the shard stayed pinned to the dead leader (helper-29). */
+static void a_lease_lapse_failover_the_store_refused_is_tried_again(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  bool alive[3] = {true, true, true};
+  alive[a] = false;
+  store_exec(f, REFUSE);
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; the failover is refused */
+  assert_int_equal(shard0(f).generation, 1);
+  store_exec(f, "DROP TRIGGER refuse");
+  for (int k = 0; k < 3; k++) tick_alive(f, alive);
+  if (shard0(f).generation == 1) fail_msg("still pinned to the dead leader %s once the store took writes", ids[a]);
+}
+
 /* An inventory the store refused is applied again at the next heartbeat:
  * the broker sends one only when it changes, and the gone copy it names
  * stayed a caught-up slot. */
@@ -272,6 +296,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_fence_timeout_the_store_refused_fires_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_no_quorum_failover_the_store_refused_fires_again, setup, teardown),
       cmocka_unit_test_setup_teardown(an_inventory_the_store_refused_is_applied_at_the_next_heartbeat, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_lease_lapse_failover_the_store_refused_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),

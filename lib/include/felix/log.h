@@ -148,6 +148,7 @@ typedef struct felix_log_stats {
   uint64_t syncs;          /* completed syncs */
   uint64_t sync_nanos;     /* time spent in those syncs */
   uint64_t sync_in_flight_ms; /* how long the sync in flight has run (a hung disk: it grows), 0 when none */
+  uint64_t sync_started_ns;   /* CLOCK_MONOTONIC start of the sync in flight (names it), 0 when none */
   uint64_t segments;
   uint64_t bytes;          /* total segment bytes */
   uint64_t unsynced_bytes;
