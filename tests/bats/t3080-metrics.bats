@@ -110,6 +110,18 @@ for p in d["panels"]:
   python3 -c "import sys; sys.exit(0 if 0 < float('$(sample "$text" felix_publish_latency_seconds_sum)') < 10 * $count else 1)" ||
     fail "latency sum: $text"
   [ "$(sample "$text" felix_received_bytes_total)" -gt 0 ] && [ "$(sample "$text" felix_sent_bytes_total)" -gt 0 ] || fail "$text"
+  # bytes in and out grow by what a client sends and is sent: 1,000 records
+  # of 1,000 bytes in, and read back out, at least their payloads
+  in0=$(sample "$text" felix_received_bytes_total) out0=$(sample "$text" felix_sent_bytes_total)
+  python3 -c "import sys; [print('x' * 999) for _ in range(1000)]" | "$CTL" produce m --shard 0 >/dev/null
+  "$CTL" consume m --shard 0 >/dev/null
+  # /metrics is refreshed every 500 ms
+  wait_until 10 metric_above "$n" felix_received_bytes_total $((in0 + 999999))
+  wait_until 10 metric_above "$n" felix_sent_bytes_total $((out0 + 999999))
+  text=$(broker_metrics "$n")
+  din=$(($(sample "$text" felix_received_bytes_total) - in0)) dout=$(($(sample "$text" felix_sent_bytes_total) - out0))
+  [ "$din" -ge 1000000 ] && [ "$din" -lt 2000000 ] || fail "bytes in grew by $din for 1,000,000 bytes of payload"
+  [ "$dout" -ge 1000000 ] && [ "$dout" -lt 4000000 ] || fail "bytes out grew by $dout for 1,000,000 bytes read"
   # disk free is the data directory's file system, as df sees it (within 64 MiB: the test writes meanwhile)
   free=$(sample "$text" felix_disk_free_bytes)
   df_free=$(df -B1 --output=avail "$C/$L" | tail -1 | tr -d ' ')
