@@ -162,10 +162,10 @@ static void add_missing_json(const next_start *ns, cJSON *o) {
  * every time in JSON, with microseconds; the text as it is when it is not
  * that form (the text view names what is wrong with it). */
 static cJSON *since_json(const next_start *ns) {
+  if (!ns->run_state_present) return cJSON_CreateNull();
   const char *v = ns->rs.since;
   struct tm tm = {0};
-  char *end = ns->run_state_present ? strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
-  if (!ns->run_state_present) return cJSON_CreateNull();
+  char *end = strptime(v, "%Y-%m-%dT%H:%M:%SZ", &tm);
   if (!end || *end) return cJSON_CreateString(v);
   char t[FELIX_RFC3339_US_LEN];
   felix_format_rfc3339_us(t, (int64_t)timegm(&tm) * 1000000);

@@ -157,17 +157,11 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   return 0;
 }
 
-/* Every half second: the metrics snapshot, and the check that an idle shard's
- * periodic flush did not fail behind our back (§3.2: fail closed). */
 /* A sync that does not return is the only sign of a hung disk a periodic
  * copy gives: its writes succeed into the page cache and its publishes are
  * acknowledged. One warn line when it passes SYNC_STALL_LOG_MS, one info
  * line when it returns (felix_sync_in_flight_seconds shows it meanwhile). */
 static void log_sync_stall(shard *s, const felix_log_stats *st) {
-  char ms[32], bytes[32];
-  snprintf(ms, sizeof ms, "%" PRIu64, st->sync_in_flight_ms);
-  snprintf(bytes, sizeof bytes, "%" PRIu64, st->unsynced_bytes);
-  const char *mode = felix_fsync_mode_name(felix_log_mode(s->log));
   /* by the sync, not the shard: under on_commit syncs run back to back, and
    * a tick rarely sees none in flight (found by helper-29) */
   if (s->stalled_sync_ns && st->sync_started_ns != s->stalled_sync_ns) {
@@ -176,12 +170,18 @@ static void log_sync_stall(shard *s, const felix_log_stats *st) {
   }
   if (st->sync_in_flight_ms >= SYNC_STALL_LOG_MS && !s->stalled_sync_ns) {
     s->stalled_sync_ns = st->sync_started_ns;
+    char ms[32], bytes[32];
+    snprintf(ms, sizeof ms, "%" PRIu64, st->sync_in_flight_ms);
+    snprintf(bytes, sizeof bytes, "%" PRIu64, st->unsynced_bytes);
+    const char *mode = felix_fsync_mode_name(felix_log_mode(s->log));
     felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", s->dir_name, "for_ms", ms,
                     "unsynced_bytes", bytes, "fsync_mode", mode, "acknowledged_unsynced",
                     felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? "yes" : "no", NULL);
   }
 }
 
+/* Every half second: the metrics snapshot, and the check that an idle shard's
+ * periodic flush did not fail behind our back (§3.2: fail closed). */
 static void on_metrics_timer(uv_timer_t *t) {
   broker *b = t->data;
   felix_log_flush_repeats(); /* a burst of identical lines that stopped still gets its count */

@@ -107,8 +107,9 @@ static bool note_copy(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *
   return true;
 }
 
-felix_status cp_apply_inventory_txn(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv,
-                                    bool at_start, felix_err *err) {
+/* Inside the caller's transaction. */
+static felix_status apply_inventory_txn(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv,
+                                        bool at_start, felix_err *err) {
   for (size_t k = 0; k < ninv; k++) {
     cp_shard_row sh;
     bool found;
@@ -123,7 +124,7 @@ felix_status cp_apply_inventory_txn(cp_state *cp, const cp_broker_row *b, const 
 bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start) {
   felix_err err;
   if (ninv == 0) return true;
-  if (cp_store_begin(cp->store, &err) || cp_apply_inventory_txn(cp, b, inv, ninv, at_start, &err)) goto fail;
+  if (cp_store_begin(cp->store, &err) || apply_inventory_txn(cp, b, inv, ninv, at_start, &err)) goto fail;
   if (cp_store_commit(cp->store, &err) == FELIX_OK) return true;
 fail:
   cp_store_rollback(cp->store);

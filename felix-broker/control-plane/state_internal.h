@@ -40,10 +40,6 @@ bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker);
 /* at_start: the inventory a process sent with its registration, taken before
  * it answered any peer — the only one that can show lost writes, since a
  * heartbeat's inventory may be older than a measurement it crosses. */
-/* Inside the caller's transaction (the registration's: a registration and
- * the inventory it carries are taken together or not at all). */
-felix_status cp_apply_inventory_txn(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv,
-                                    bool at_start, felix_err *err);
 /* false when the store refused it (logged; nothing of it recorded) */
 bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start);
 
