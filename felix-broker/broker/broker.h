@@ -93,7 +93,6 @@ typedef struct shard {
   bool has_meta;
   uint64_t stalled_since_ms; /* loop time since which written records wait for a majority (0: none) */
   uint64_t stall_logged_since; /* the stalled_since_ms whose stall was logged (one line a stall) */
-  uint64_t stalled_sync_ns;    /* the start (sync_started_ns) of the sync logged as stalled; 0: none */
   pending_ack *acks;         /* producers waiting for their batch to commit */
   struct shard *next;
 } shard;
@@ -126,6 +125,30 @@ typedef struct cp_mailbox {
   uint64_t heartbeat_ok_ms; /* CLOCK_BOOTTIME of the last heartbeat or registration it accepted; 0: none */
   pthread_cond_t cv;
 } cp_mailbox;
+
+/* broker/watchdog.c: a thread that reads what a hang on the loop hides. */
+typedef struct watch_copy {
+  felix_log *log;
+  char shard[300];          /* the copy's directory name, as the log lines name it */
+  char labels[400];         /* its metric labels */
+  felix_fsync_mode mode;
+  uint64_t stalled_ns;      /* the start of the sync logged as stalled; 0: none */
+  const char *stalled_what; /* what that sync was */
+} watch_copy;
+
+typedef struct broker_watch {
+  pthread_mutex_t mu; /* guards all below but loop_ticks */
+  pthread_cond_t cv;
+  pthread_t thread;
+  bool running, stopping;
+  watch_copy *copies; /* every open copy's log */
+  size_t n, cap;
+  char *text;                /* felix_loop_stall_seconds and felix_sync_in_flight_seconds, for /metrics */
+  atomic_uint_fast64_t loop_ticks; /* the loop's ticks so far (on_metrics_timer) */
+  uint64_t seen_ticks;       /* loop_ticks as the last pass saw it */
+  uint64_t quiet_ms;         /* watched time since loop_ticks last changed */
+  bool loop_logged;          /* this quiet stretch was logged */
+} broker_watch;
 
 typedef struct broker {
   broker_config cfg;
@@ -176,7 +199,17 @@ typedef struct broker {
   bool inventory_stale; /* a follower's log grew: re-send the inventory at the next tick */
   bool inventory_due, report_due; /* changed in this loop iteration: sent by publish_prepare */
   uv_prepare_t publish_prepare;
+  broker_watch watch;
 } broker;
+
+/* broker/watchdog.c */
+void watch_init(broker_watch *w);
+int watch_start(broker *b);
+void watch_stop(broker *b);
+void watch_add(broker *b, const shard *s);         /* once its log is open */
+void watch_remove(broker *b, const felix_log *log); /* before its log closes */
+void watch_loop_ticked(broker *b);
+char *watch_metrics_text(broker *b); /* malloc'd (NULL: out of memory) */
 
 /* broker/startup.c */
 int broker_lock_data_dir(broker *b);  /* creates the directory if need be and takes its lock: nothing else */
@@ -191,7 +224,7 @@ int shard_create_copy(broker *b, const char *stream, uint32_t index, const char 
 void shard_apply_assignment(broker *b, shard *s, uint64_t generation, const char *leader, const char *leader_copy,
                             const char *leader_inc, const char *leader_addr);
 /* Closes the copy's log (its final sync) and files; FELIX_E_SYNC when that sync failed. */
-felix_status shard_close(shard *s);
+felix_status shard_close(broker *b, shard *s);
 /* Refuses this copy alone (its directory was deleted): stops leading it,
  * drops it from the inventory; the rest of the broker goes on (§3.2). */
 void shard_refuse(broker *b, shard *s, const char *why);
@@ -238,6 +271,7 @@ void peer_check_acks(broker *b, shard *s);     /* answers the pending acknowledg
 /* A sync of a copy's log that has not returned after this long is logged
  * (a hung disk: under periodic, acknowledged records wait in the page cache) */
 #define SYNC_STALL_LOG_MS 2000
+#define LOOP_STALL_LOG_MS 2000
 void peer_log_stall(broker *b, shard *s);      /* one warn line a stall longer than PEER_STALL_LOG_MS */
 void peer_handle_frame(broker *b, conn *c, uint16_t type, uint32_t corr, const uint8_t *body, size_t len);
 /* The report's "followers" for a led shard (cJSON array). */

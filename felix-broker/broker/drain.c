@@ -74,7 +74,7 @@ void broker_drain_continue(broker *b) {
     if (s->pending_held) return; /* an on_commit batch still owes its producer an answer */
   b->drain.finished = true;
   bool synced = b->drain.flush_ok;
-  for (shard *s = b->shards; s; s = s->next) synced = shard_close(s) == FELIX_OK && synced;
+  for (shard *s = b->shards; s; s = s->next) synced = shard_close(b, s) == FELIX_OK && synced;
   if (!synced) broker_fail_closed(b, "a sync failed during the drain");
   /* Never state=stopped after a failed sync or write of any copy, refused
    * ones included: the next start must not keep the ids (review 5, item 4). */

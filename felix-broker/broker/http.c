@@ -1,7 +1,8 @@
 /* broker/http.c — /live, /ready and /metrics on --http (libmicrohttpd).
  *
  * The HTTP thread never touches shards: the loop renders the metrics text
- * (metrics.c) every half second into a snapshot guarded by stats_mu. */
+ * (metrics.c) every half second into a snapshot guarded by stats_mu, and the
+ * watchdog (watchdog.c) the families a hang on the loop must not freeze. */
 #include <inttypes.h>
 #include <microhttpd.h>
 #include <stdarg.h>
@@ -29,8 +30,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
   if (!strcmp(url, "/live")) return answer(mc, 200, "text/plain", "live\n");
   pthread_mutex_lock(&b->stats_mu);
   bool ready = b->ready;
-  char *text = strdup(b->metrics_text ? b->metrics_text : "");
+  char *loop_text = strdup(b->metrics_text ? b->metrics_text : "");
   pthread_mutex_unlock(&b->stats_mu);
+  char *watch_text = watch_metrics_text(b), *text = NULL;
+  if (loop_text && watch_text && asprintf(&text, "%s%s", loop_text, watch_text) < 0) text = NULL;
+  free(loop_text), free(watch_text);
   enum MHD_Result rc;
   if (!strcmp(url, "/ready")) rc = answer(mc, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
   else if (!strcmp(url, "/metrics")) rc = answer(mc, 200, "text/plain; version=0.0.4", text ? text : "");

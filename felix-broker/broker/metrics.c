@@ -88,10 +88,6 @@ static void shard_samples(felix_metrics *m, const shard_sample *xs, size_t n) {
   felix_metrics_family(m, "felix_sync_seconds_total", "counter", "Seconds spent in fsyncs of this copy's log.");
   for (size_t i = 0; i < n; i++)
     felix_metrics_double(m, "felix_sync_seconds_total", xs[i].labels, (double)xs[i].st.sync_nanos / 1e9);
-  felix_metrics_family(m, "felix_sync_in_flight_seconds", "gauge",
-                       "How long the fsync of this copy's log now running has run (0: none); a hung disk makes it grow.");
-  for (size_t i = 0; i < n; i++)
-    felix_metrics_double(m, "felix_sync_in_flight_seconds", xs[i].labels, (double)xs[i].st.sync_in_flight_ms / 1000);
   felix_metrics_family(m, "felix_sync_batch_appends", "gauge", "Appends per fsync of this copy's log, on average.");
   for (size_t i = 0; i < n; i++)
     felix_metrics_double(m, "felix_sync_batch_appends", xs[i].labels,

@@ -157,33 +157,11 @@ static int parse_args(int argc, char **argv, broker_config *c) {
   return 0;
 }
 
-/* A sync that does not return is the only sign of a hung disk a periodic
- * copy gives: its writes succeed into the page cache and its publishes are
- * acknowledged. One warn line when it passes SYNC_STALL_LOG_MS, one info
- * line when it returns (felix_sync_in_flight_seconds shows it meanwhile). */
-static void log_sync_stall(shard *s, const felix_log_stats *st) {
-  /* by the sync, not the shard: under on_commit syncs run back to back, and
-   * a tick rarely sees none in flight (found by helper-29) */
-  if (s->stalled_sync_ns && st->sync_started_ns != s->stalled_sync_ns) {
-    s->stalled_sync_ns = 0;
-    felix_log_event("info", "the stalled sync of the log returned", "shard", s->dir_name, NULL);
-  }
-  if (st->sync_in_flight_ms >= SYNC_STALL_LOG_MS && !s->stalled_sync_ns) {
-    s->stalled_sync_ns = st->sync_started_ns;
-    char ms[32], bytes[32];
-    snprintf(ms, sizeof ms, "%" PRIu64, st->sync_in_flight_ms);
-    snprintf(bytes, sizeof bytes, "%" PRIu64, st->unsynced_bytes);
-    const char *mode = felix_fsync_mode_name(felix_log_mode(s->log));
-    felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", s->dir_name, "for_ms", ms,
-                    "unsynced_bytes", bytes, "fsync_mode", mode, "acknowledged_unsynced",
-                    felix_fsync_mode_relaxed(felix_log_mode(s->log)) ? "yes" : "no", NULL);
-  }
-}
-
 /* Every half second: the metrics snapshot, and the check that an idle shard's
  * periodic flush did not fail behind our back (§3.2: fail closed). */
 static void on_metrics_timer(uv_timer_t *t) {
   broker *b = t->data;
+  watch_loop_ticked(b);
   felix_log_flush_repeats(); /* a burst of identical lines that stopped still gets its count */
   for (shard *s = b->shards; s && !b->stopping; s = s->next) {
     if (!s->log || s->refused) continue;
@@ -191,7 +169,6 @@ static void on_metrics_timer(uv_timer_t *t) {
     felix_log_get_stats(s->log, &st);
     if (st.dir_gone || felix_log_dir_deleted(s->log)) shard_refuse(b, s, "its directory was deleted");
     else if (st.sync_error) broker_fail_closed(b, strerror(st.sync_error));
-    else log_sync_stall(s, &st);
   }
   bool stalled = false;
   for (shard *s = b->shards; s && !b->stopping; s = s->next)
@@ -262,9 +239,10 @@ static int run_loop(broker *b) {
   uv_prepare_init(b->loop, &b->publish_prepare);
   b->publish_prepare.data = b;
   uv_prepare_start(&b->publish_prepare, on_publish_prepare);
-  if (broker_cp_start(b) != 0) return FELIX_EXIT_FAILURE;
+  if (watch_start(b) != 0 || broker_cp_start(b) != 0) return FELIX_EXIT_FAILURE;
   uv_run(b->loop, UV_RUN_DEFAULT);
   broker_cp_stop(b);
+  watch_stop(b);
   return b->exit_code;
 }
 
@@ -274,6 +252,7 @@ int broker_main(int argc, char **argv) {
   b->dirfd = -1;
   b->lock.fd = -1; /* nothing to release if the start fails before the lock */
   b->listen_fd = -1;
+  watch_init(&b->watch);
   int rc = parse_args(argc, argv, &b->cfg);
   if (rc) return rc == -2 ? FELIX_EXIT_OK : rc;
   curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -356,9 +356,10 @@ void shard_refuse(broker *b, shard *s, const char *why) {
   broker_publish_report(b);
 }
 
-felix_status shard_close(shard *s) {
+felix_status shard_close(broker *b, shard *s) {
   felix_status st = FELIX_OK;
   felix_err err;
+  if (s->log) watch_remove(b, s->log);
   if (s->log && (st = felix_log_close(s->log, &err)) != FELIX_OK && !s->refused && st != FELIX_E_GONE)
     felix_log_event("error", "the final sync failed", "shard", s->dir_name, "reason", err.msg, NULL);
   /* A refused copy's failure is already accounted for; a deleted directory
@@ -373,7 +374,7 @@ felix_status shard_close(shard *s) {
 
 void shard_delete(broker *b, shard *s) {
   shard_stop_leading(b, s, "stream deleted");
-  shard_close(s);
+  shard_close(b, s);
   /* Rename first (durably), then remove: a crash midway leaves a .deleting-*
    * directory that the next start removes, never a copy with holes in it. */
   char shards[4200], doomed[4700];

@@ -111,6 +111,7 @@ void broker_open_shards_one(broker *b, const char *name) {
     snprintf(at, sizeof at, "%" PRIu64, rep.truncated_at);
     felix_log_event("warn", "cut a torn tail", "shard", name, "bytes", n, "at", at, "kind", rep.truncated_kind, NULL);
   }
+  if (s->log) watch_add(b, s);
   if (!s->refused) refuse_misnamed(s);
   snprintf(what, sizeof what, "%s/generations", s->path);
   if (!s->refused && felix_generations_read(s->dirfd, what, &s->gens, &err) && err.status != FELIX_E_NOTFOUND)

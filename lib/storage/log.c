@@ -103,7 +103,7 @@ uint64_t log_monotonic_ns(void) {
 void log_sync_round(felix_log *log) {
   assert(!log->sync_in_flight); /* one sync at a time */
   log->sync_in_flight = true;
-  log->sync_started_ns = log_monotonic_ns();
+  log_disk_begin(log, LOG_DISK_FLUSH, "sync");
   uint64_t start_seq = log->append_seq, start_end = log_end(log), start_bytes = log->bytes_total;
   log->trunc_floor_during_sync = UINT64_MAX;
   int fd = dup(log_active(log)->fd);
@@ -113,11 +113,12 @@ void log_sync_round(felix_log *log) {
   int rc = log_dir_gone(log) ? ENOENT : 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (rc == 0) rc = fd < 0 ? errno : log_sync_fd(log, fd);
+  if (rc == 0) rc = fd < 0 ? errno : log_sync_data(log, fd);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (fd >= 0) close(fd);
   pthread_mutex_lock(&log->mu);
   log->sync_in_flight = false;
+  log_disk_end(log, LOG_DISK_FLUSH);
   if (rc != 0 && !log->sync_error && log_dir_gone(log)) {
     log->sync_error = rc, log->dir_gone = true; /* a deleted directory, not the disk: the copy is refused */
   } else if (rc != 0) {
@@ -183,7 +184,7 @@ felix_status felix_log_open(const char *path, const char *shard, const felix_log
   if (!st) {
     /* What recovery found may live only in the page cache: sync it, so that
      * everything present counts as synced from here on. */
-    int rc = log_sync_fd(log, log_active(log)->fd);
+    int rc = log_sync_fd(log, log_active(log)->fd, "recovery");
     if (rc) st = felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync %s", shard, path);
   }
   if (st) {

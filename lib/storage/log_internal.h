@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "felix/log.h"
 
@@ -24,6 +25,19 @@ typedef struct log_seg {
 
 uint64_t log_monotonic_ns(void);
 
+/* A disk sync now running, readable by another thread without mu, which a
+ * sync made under it holds (felix_log_disk_waiting): started_ns 0 when none.
+ * what and unsynced are stored before started_ns, so a reader that sees
+ * started_ns unchanged around its reads has that sync's. */
+typedef struct log_disk_slot {
+  _Atomic uint64_t started_ns; /* CLOCK_MONOTONIC */
+  _Atomic(const char *) what;  /* a static string: "sync", "segment seal", ... */
+  _Atomic uint64_t unsynced;   /* bytes written and not yet synced when it began */
+} log_disk_slot;
+/* LOG_DISK_FLUSH: the sync round's (log_sync_round), run without mu;
+ * LOG_DISK_LOCKED: every other sync, run under mu or before the log is shared. */
+enum { LOG_DISK_FLUSH, LOG_DISK_LOCKED, LOG_DISK_SLOTS };
+
 struct felix_log {
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -40,7 +54,7 @@ struct felix_log {
   uint64_t bytes_total;  /* bytes ever written by this process (for unsynced) */
   uint64_t bytes_synced;
   bool sync_in_flight;
-  uint64_t sync_started_ns; /* CLOCK_MONOTONIC when the sync in flight began */
+  log_disk_slot disk[LOG_DISK_SLOTS];
   uint64_t trunc_floor_during_sync;
   uint64_t *trunc_points; /* trunc_points[e] = offset of truncation e */
   size_t ntrunc, cap_trunc;
@@ -66,8 +80,18 @@ static inline void log_assert_positions(const felix_log *log) {
   (void)log;
 }
 
-/* Runs the shard's sync primitive; returns 0 or an errno value. */
-int log_sync_fd(felix_log *log, int fd);
+/* The sync primitive on a segment file (cfg.sync_fn or fdatasync), unwatched:
+ * only log_sync_round, which watches it in LOG_DISK_FLUSH, calls it. */
+int log_sync_data(felix_log *log, int fd);
+/* Marks a sync that begins (mu held, or the log not yet shared) and ends. */
+void log_disk_begin(felix_log *log, int slot, const char *what);
+void log_disk_end(felix_log *log, int slot);
+/* The syncs made under mu, each watched in LOG_DISK_LOCKED as `what`; each
+ * returns 0 or an errno value. log_sync_fd: a segment file (cfg.sync_fn or
+ * fdatasync); log_sync_index: an index file; log_sync_dir: the directory. */
+int log_sync_fd(felix_log *log, int fd, const char *what);
+int log_sync_index(felix_log *log, int fd, const char *what);
+int log_sync_dir(felix_log *log, const char *what);
 felix_status log_seg_add_entry(log_seg *s, uint64_t offset, uint64_t position);
 /* Creates an empty segment with base `base` (temp, header, sync, rename,
  * directory sync) and its index, and appends it to log->segs. */

@@ -72,13 +72,13 @@ static void write_index_entry(log_seg *s, uint64_t offset, uint64_t position) {
 /* Seals the active segment (sync it: "flush on seal") and starts a new one. */
 static felix_status roll(felix_log *log, felix_err *err) {
   log_seg *s = log_active(log);
-  int rc = log_sync_fd(log, s->fd);
+  int rc = log_sync_fd(log, s->fd, "segment seal");
   if (rc) {
     log_storage_failed(log, rc);
     return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: sync sealed segment %020" PRIu64 ".log", log->shard, s->base);
   }
   /* the sealed segment's index is trusted at the next open: make it durable too */
-  if (s->idx_fd >= 0) (void)fdatasync(s->idx_fd), close(s->idx_fd);
+  if (s->idx_fd >= 0) (void)log_sync_index(log, s->idx_fd, "segment seal"), close(s->idx_fd);
   s->idx_fd = -1;
   felix_status st = log_seg_create(log, s->next_offset, err);
   if (st) log_storage_failed(log, err && err->sys_errno ? err->sys_errno : EIO);

@@ -157,8 +157,8 @@ static felix_status drop_segments_from(felix_log *log, uint64_t offset, bool *dr
     *dropped = true;
     /* each unlink durable before the next step, so a power cut midway leaves
      * a prefix of the segments, never a gap */
-    if (fsync(log->dirfd) != 0)
-      return felix_fail_errno(err, FELIX_E_SYNC, errno, "shard %s: fsync directory %s", log->shard, log->path);
+    int rc = log_sync_dir(log, "truncate");
+    if (rc) return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: fsync directory %s", log->shard, log->path);
   }
   return FELIX_OK;
 }
@@ -175,7 +175,7 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
   }
   if (!st) st = log_seg_unshare(log, s, pos, err);
   if (st) return st;
-  int rc = ftruncate(s->fd, (off_t)pos) == 0 ? log_sync_fd(log, s->fd) : errno;
+  int rc = ftruncate(s->fd, (off_t)pos) == 0 ? log_sync_fd(log, s->fd, "truncate") : errno;
   if (rc) {
     log_storage_failed(log, rc);
     return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: truncate %s/%020" PRIu64 ".log at byte %" PRIu64, log->shard, log->path, s->base, pos);
@@ -190,7 +190,7 @@ static felix_status cut_active(felix_log *log, uint64_t offset, felix_err *err) 
     s->idx_fd = openat(log->dirfd, iname, O_RDWR | O_CLOEXEC);
   }
   if (s->idx_fd >= 0 && ftruncate(s->idx_fd, (off_t)(FELIX_IDX_HEADER_LEN + s->n_entries * FELIX_IDX_ENTRY_LEN)) == 0)
-    (void)fdatasync(s->idx_fd); /* no stale entry past the cut may survive a power cut */
+    (void)log_sync_index(log, s->idx_fd, "truncate"); /* no stale entry past the cut may survive a power cut */
   return FELIX_OK;
 }
 
@@ -248,10 +248,6 @@ void felix_log_get_stats(felix_log *log, felix_log_stats *o) {
   o->synced_seq = log->synced_seq;
   o->syncs = log->syncs;
   o->sync_nanos = log->sync_nanos;
-  if (log->sync_in_flight) {
-    o->sync_started_ns = log->sync_started_ns;
-    o->sync_in_flight_ms = (log_monotonic_ns() - log->sync_started_ns) / 1000000u;
-  }
   o->segments = log->nsegs;
   for (size_t i = 0; i < log->nsegs; i++) o->bytes += log->segs[i].size;
   o->unsynced_bytes = log->bytes_total - log->bytes_synced;

@@ -180,7 +180,7 @@ static felix_status recover_newest(felix_log *log, log_seg *s, const char *path,
   if (sc.has_problem && !sc.problem.repairable) {
     st = seg_error(log, &sc.problem, err);
   } else if (sc.has_problem) {
-    int rc = ftruncate(s->fd, (off_t)sc.valid_end) == 0 ? log_sync_fd(log, s->fd) : errno;
+    int rc = ftruncate(s->fd, (off_t)sc.valid_end) == 0 ? log_sync_fd(log, s->fd, "recovery") : errno;
     if (rc) st = felix_fail_errno(err, FELIX_E_IO, rc, "shard %s: cut torn tail of %s at byte %" PRIu64,
                                   log->shard, path, sc.valid_end);
     rep->truncated_bytes = sc.file_size - sc.valid_end;

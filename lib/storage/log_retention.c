@@ -23,8 +23,8 @@ static felix_status drop_oldest(felix_log *log, felix_err *err) {
   felix_seg_format_name(iname, s->base, ".index");
   if (unlinkat(log->dirfd, name, 0) != 0 && errno != ENOENT)
     return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: delete %s/%s", log->shard, log->path, name);
-  if (fsync(log->dirfd) != 0)
-    return felix_fail_errno(err, FELIX_E_SYNC, errno, "shard %s: fsync directory %s", log->shard, log->path);
+  int rc = log_sync_dir(log, "trim");
+  if (rc) return felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: fsync directory %s", log->shard, log->path);
   unlinkat(log->dirfd, iname, 0);
   log_seg_close(s);
   memmove(&log->segs[0], &log->segs[1], (log->nsegs - 1) * sizeof *log->segs);

@@ -11,9 +11,54 @@
 #include "felix/fileutil.h"
 #include "log_internal.h"
 
-int log_sync_fd(felix_log *log, int fd) {
+int log_sync_data(felix_log *log, int fd) {
   if (log->cfg.sync_fn) return log->cfg.sync_fn(fd, log->cfg.sync_ctx);
   return fdatasync(fd) == 0 ? 0 : errno;
+}
+
+void log_disk_begin(felix_log *log, int slot, const char *what) {
+  log_disk_slot *d = &log->disk[slot];
+  assert(atomic_load(&d->started_ns) == 0); /* one sync a slot: the flusher's, or one under mu */
+  atomic_store(&d->what, what);
+  atomic_store(&d->unsynced, log->bytes_total - log->bytes_synced);
+  atomic_store(&d->started_ns, log_monotonic_ns());
+}
+
+void log_disk_end(felix_log *log, int slot) { atomic_store(&log->disk[slot].started_ns, 0); }
+
+int log_sync_fd(felix_log *log, int fd, const char *what) {
+  log_disk_begin(log, LOG_DISK_LOCKED, what);
+  int rc = log_sync_data(log, fd);
+  log_disk_end(log, LOG_DISK_LOCKED);
+  return rc;
+}
+
+int log_sync_index(felix_log *log, int fd, const char *what) {
+  log_disk_begin(log, LOG_DISK_LOCKED, what);
+  int rc = fdatasync(fd) == 0 ? 0 : errno;
+  log_disk_end(log, LOG_DISK_LOCKED);
+  return rc;
+}
+
+int log_sync_dir(felix_log *log, const char *what) {
+  log_disk_begin(log, LOG_DISK_LOCKED, what);
+  int rc = fsync(log->dirfd) == 0 ? 0 : errno;
+  log_disk_end(log, LOG_DISK_LOCKED);
+  return rc;
+}
+
+void felix_log_disk_waiting(felix_log *log, felix_log_disk_wait *out) {
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < LOG_DISK_SLOTS; i++) {
+    log_disk_slot *d = &log->disk[i];
+    uint64_t t = atomic_load(&d->started_ns);
+    const char *what = atomic_load(&d->what);
+    uint64_t unsynced = atomic_load(&d->unsynced);
+    if (t == 0 || atomic_load(&d->started_ns) != t) continue; /* none, or it ended meanwhile */
+    if (out->started_ns == 0 || t < out->started_ns) *out = (felix_log_disk_wait){t, 0, what, unsynced};
+  }
+  uint64_t now = log_monotonic_ns();
+  if (out->started_ns && now > out->started_ns) out->ms = (now - out->started_ns) / 1000000u;
 }
 
 void log_seg_name(const felix_log *log, const log_seg *s, const char *suffix, char *out, size_t cap) {
@@ -60,7 +105,7 @@ static felix_status write_new_file(felix_log *log, const char *name, const uint8
   int fd = openat(log->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: create %s", log->shard, what);
   int rc = pwrite(fd, data, len, 0) == (ssize_t)len ? 0 : (errno ? errno : EIO);
-  if (rc == 0) rc = log_sync_fd(log, fd);
+  if (rc == 0) rc = log_sync_fd(log, fd, "segment create");
   if (rc == 0 && renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = errno;
   if (rc != 0) {
     close(fd);
@@ -89,8 +134,8 @@ felix_status log_seg_create(felix_log *log, uint64_t base, felix_err *err) {
   felix_idx_header_encode(ihdr, base);
   felix_status st = write_new_file(log, name, hdr, sizeof hdr, &s.fd, err);
   if (st == FELIX_OK) st = write_new_file(log, iname, ihdr, sizeof ihdr, &s.idx_fd, err);
-  if (st == FELIX_OK && fsync(log->dirfd) != 0)
-    st = felix_fail_errno(err, FELIX_E_SYNC, errno, "shard %s: fsync directory %s", log->shard, log->path);
+  int rc = st == FELIX_OK ? log_sync_dir(log, "segment create") : 0;
+  if (rc) st = felix_fail_errno(err, FELIX_E_SYNC, rc, "shard %s: fsync directory %s", log->shard, log->path);
   if (st != FELIX_OK) {
     log_seg_close(&s);
     return st;
@@ -129,9 +174,9 @@ felix_status log_seg_unshare(felix_log *log, log_seg *s, uint64_t keep, felix_er
   int fd = openat(log->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return felix_fail_errno(err, FELIX_E_IO, errno, "shard %s: unshare %s", log->shard, what);
   int rc = copy_prefix(s->fd, fd, keep);
-  if (rc == 0) rc = log_sync_fd(log, fd);
+  if (rc == 0) rc = log_sync_fd(log, fd, "unshare");
   if (rc == 0 && renameat(log->dirfd, tmp, log->dirfd, name) != 0) rc = errno;
-  if (rc == 0 && fsync(log->dirfd) != 0) rc = errno;
+  if (rc == 0) rc = log_sync_dir(log, "unshare");
   if (rc != 0) {
     close(fd);
     unlinkat(log->dirfd, tmp, 0);

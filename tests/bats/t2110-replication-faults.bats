@@ -751,6 +751,28 @@ deposed_leader_with_a_longer_old_tail() {
   acked_readable
 }
 
+@test "8 roll: a segment create hung under the log's lock holds the loop: the watchdog logs it and /metrics shows it meanwhile, and all goes on when the disk returns, nothing acknowledged lost" {
+  FELIX_DURABLE_SEGMENT_BYTES=4096 rcluster_up # a roll every ~150 records
+  produce_acked 1 50
+  L=$(leader_of)
+  # The next segment file's sync hangs: it runs on the leader's loop, under its log's lock.
+  echo "fsync SLOW $C/$L/shards/r_0-*/.*.log.tmp" >"$C/rules.$L"
+  produce_acked 51 400 || true # held at the roll: those acknowledged before it count
+  wait_until 30 grep -q '^slow ' "$C/ledger.$L"
+  wait_until 30 this_start_says "$L" 'msg="a sync of the log has not returned: is the disk hung?" shard=r_0-[0-9a-f]* for_ms=[0-9]* unsynced_bytes=[0-9]* fsync_mode=periodic acknowledged_unsynced=yes sync="segment create"'
+  wait_until 30 this_start_says "$L" "msg=\"the broker's loop has not run: publishes, replication and its metrics wait\" for_ms=[0-9]*"
+  # /metrics answers with the hang's figures, though the loop renders nothing.
+  wait_until 30 metric_above "${L#b}" 'felix_sync_in_flight_seconds{stream="r",shard="0"}' 2
+  wait_until 30 metric_above "${L#b}" 'felix_loop_stall_seconds' 2
+  rm -f "$C/rules.$L"
+  wait_until 30 this_start_says "$L" 'msg="the stalled sync of the log returned" shard=r_0-[0-9a-f]* sync="segment create" after_ms=[0-9]*'
+  wait_until 30 this_start_says "$L" "msg=\"the broker's loop runs again\" after_ms=[0-9]*"
+  wait_until 30 metric_below "${L#b}" 'felix_loop_stall_seconds' 1
+  wait_until 30 metric_below "${L#b}" 'felix_sync_in_flight_seconds{stream="r",shard="0"}' 1
+  produce_acked 401 450
+  acked_readable
+}
+
 @test "16: two power cuts in a row, the second during recovery from the first: the follower rejoins as a stranger, nothing acknowledged is lost" {
   caught_up_follower 100
   power_cut "${F#b}"

@@ -394,6 +394,71 @@ static void empty_records_are_allowed_in_the_log(void **s) {
   tu_rmdir(d);
 }
 
+static void *append_thread(void *arg) {
+  static char big[40000];
+  felix_err err;
+  assert_int_equal(felix_log_append(arg, big, sizeof big, NULL, &err), FELIX_OK);
+  return NULL;
+}
+
+static void gate_block_next(void) {
+  pthread_mutex_lock(&g.mu);
+  g.block_next = true;
+  pthread_mutex_unlock(&g.mu);
+}
+
+/* A segment seal hung under the log's lock (it runs on the broker's loop) is
+ * seen from another thread without that lock (helper-29): the watchdog's
+ * view. Were felix_log_disk_waiting to take the lock, this test would hang. */
+static void a_sync_under_the_lock_is_seen_without_it(void **s) {
+  (void)s;
+  char *d = tu_mkdtemp();
+  felix_log *log = open_log(d, FELIX_FSYNC_NONE); /* no flusher: the roll's syncs are the only ones */
+  felix_log_disk_wait w;
+  felix_log_disk_waiting(log, &w);
+  assert_int_equal(w.started_ns, 0);
+  assert_null(w.what);
+  append_thread(log); /* 40000 bytes: the 64 KiB segment holds it */
+  gate_block_next();
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, append_thread, log), 0); /* the next one rolls */
+  gate_wait_blocked();
+  felix_log_disk_waiting(log, &w);
+  assert_true(w.started_ns > 0);
+  assert_string_equal(w.what, "segment seal");
+  assert_true(w.unsynced_bytes >= 40000); /* the first record, never synced under none */
+  usleep(30000);
+  felix_log_disk_waiting(log, &w);
+  assert_true(w.ms >= 30);
+  gate_release();
+  assert_int_equal(pthread_join(t, NULL), 0);
+  felix_log_disk_waiting(log, &w);
+  assert_int_equal(w.started_ns, 0);
+  assert_int_equal(w.ms, 0);
+  felix_err err;
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  tu_rmdir(d);
+}
+
+/* The periodic flusher's sync runs without the lock, and is seen as "sync". */
+static void the_flushers_sync_is_seen_as_sync(void **s) {
+  (void)s;
+  char *d = tu_mkdtemp();
+  felix_log *log = open_log(d, FELIX_FSYNC_PERIODIC);
+  gate_block_next();
+  felix_err err;
+  assert_int_equal(felix_log_append(log, "x", 1, NULL, &err), FELIX_OK);
+  gate_wait_blocked();
+  felix_log_disk_wait w;
+  felix_log_disk_waiting(log, &w);
+  assert_true(w.started_ns > 0);
+  assert_string_equal(w.what, "sync");
+  assert_int_equal(w.unsynced_bytes, FELIX_REC_HEADER_LEN + 1);
+  gate_release();
+  assert_int_equal(felix_log_close(log, &err), FELIX_OK);
+  tu_rmdir(d);
+}
+
 static void config_from_env_validates(void **s) {
   (void)s;
   felix_log_config cfg;
@@ -430,6 +495,8 @@ int main(void) {
       cmocka_unit_test(sequence_grows_across_truncation),
       cmocka_unit_test(empty_records_are_allowed_in_the_log),
       cmocka_unit_test(config_from_env_validates),
+      cmocka_unit_test(a_sync_under_the_lock_is_seen_without_it),
+      cmocka_unit_test(the_flushers_sync_is_seen_as_sync),
   };
   return cmocka_run_group_tests_name("log", tests, NULL, NULL);
 }

@@ -147,8 +147,6 @@ typedef struct felix_log_stats {
   uint64_t synced_seq;     /* sequence the last completed sync vouched for */
   uint64_t syncs;          /* completed syncs */
   uint64_t sync_nanos;     /* time spent in those syncs */
-  uint64_t sync_in_flight_ms; /* how long the sync in flight has run (a hung disk: it grows), 0 when none */
-  uint64_t sync_started_ns;   /* CLOCK_MONOTONIC start of the sync in flight (names it), 0 when none */
   uint64_t segments;
   uint64_t bytes;          /* total segment bytes */
   uint64_t unsynced_bytes;
@@ -157,6 +155,19 @@ typedef struct felix_log_stats {
 } felix_log_stats;
 
 void felix_log_get_stats(felix_log *log, felix_log_stats *out);
+
+/* The oldest disk sync of a log now running: the periodic flusher's or
+ * on_commit's, and those made under the log's lock (a segment seal or
+ * create, a truncation, a trim, an unshare, their directory syncs). */
+typedef struct felix_log_disk_wait {
+  uint64_t started_ns;     /* CLOCK_MONOTONIC start; 0: no sync is running (then all is 0) */
+  uint64_t ms;             /* how long it has run */
+  const char *what;        /* "sync", "segment seal", "segment create", "truncate", "trim", "unshare", "recovery" */
+  uint64_t unsynced_bytes; /* written and not yet synced when it began */
+} felix_log_disk_wait;
+/* Reads it without the log's lock, which a sync hung under it holds: safe
+ * from any thread while the log is open, and never blocks. */
+void felix_log_disk_waiting(felix_log *log, felix_log_disk_wait *out);
 /* True when the shard directory was deleted under the open log (an idle log
  * notices only here or at its next write or sync); marks the log gone. */
 bool felix_log_dir_deleted(felix_log *log);
