@@ -16,6 +16,13 @@
 #include "felix/replication.h"
 
 static void post_to_cp(broker *b, char *json, bool report) {
+  if (!json) { /* printing ran out of memory: the last one stays, and the next tick tries again (helper-30) */
+    felix_log_event("error", report ? "out of memory: the report waits for the next tick"
+                                    : "out of memory: the inventory waits for the next tick", NULL);
+    if (report) b->report_due = true;
+    else b->inventory_stale = true;
+    return;
+  }
   pthread_mutex_lock(&b->mb.mu);
   char **slot = report ? &b->mb.report_json : &b->mb.inventory_json;
   free(*slot);

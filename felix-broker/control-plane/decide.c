@@ -256,7 +256,11 @@ static const char *leader_lost(cp_state *cp, const cp_shard_row *sh, char *why, 
   cp_broker_row b;
   bool found;
   felix_err err;
-  if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err) || !found) return NULL;
+  if (cp_store_broker_get(cp->store, sh->leader, &b, &found, &err)) {
+    cp->decision_refused = true; /* not read is not "alive": look again at the next tick (helper-30) */
+    return NULL;
+  }
+  if (!found) return NULL;
   bool replaced = strcmp(b.incarnation, sh->leader_incarnation) != 0;
   if (!cp_broker_alive(cp, b.id)) {
     snprintf(why, cap, "leader %s lost: lease lapsed", b.id);
@@ -374,7 +378,10 @@ static const char *higher_generation_seen(const cp_shard_row *sh, char *why, siz
 static void record_live_copies(cp_state *cp, cp_shard_row *sh) {
   felix_err err;
   bool changed = false;
-  if (cp_store_begin(cp->store, &err)) return;
+  if (cp_store_begin(cp->store, &err)) {
+    cp->decision_refused = true;
+    return;
+  }
   for (int i = 0; i < sh->nslots; i++) {
     const cp_inv_entry *e = cp_inventory_find(cp, sh->slots[i].broker, sh->stream_uuid, sh->shard);
     cp_broker_row b;
@@ -383,7 +390,12 @@ static void record_live_copies(cp_state *cp, cp_shard_row *sh) {
       continue;
     changed |= note_copy(cp, &b, e, sh, false, &err);
   }
-  if (!changed || cp_store_shard_put(cp->store, sh, &err) || cp_store_commit(cp->store, &err)) cp_store_rollback(cp->store);
+  if (!changed) {
+    cp_store_rollback(cp->store);
+  } else if (cp_store_shard_put(cp->store, sh, &err) || cp_store_commit(cp->store, &err)) {
+    cp_store_rollback(cp->store);
+    cp->decision_refused = true; /* what the live copies told is kept in memory: record it at the next tick */
+  }
 }
 
 /* The triggers that fire once (a fence timeout, a no-quorum leader's lease

@@ -434,6 +434,7 @@ void cp_reevaluate_all(cp_state *cp) {
   if (cp_store_shards_list(cp->store, NULL, &rows, &n, &err) != FELIX_OK) {
     felix_log_event("error", "cannot list shards", "error", err.msg, NULL);
     free(rows);
+    cp->decision_refused = true; /* nothing was evaluated: the next tick tries all again (helper-30) */
     return;
   }
   for (size_t i = 0; i < n; i++) cp_evaluate_shard(cp, &rows[i]);

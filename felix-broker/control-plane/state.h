@@ -105,7 +105,8 @@ typedef struct cp_shard_mem {
 
 typedef struct cp_state {
   bool open; /* between cp_state_open and cp_state_close */
-  /* a decision the store refused (a generation, a state): the next tick
+  /* a decision the store refused (a generation, a state), or a read it
+   * failed (the shards to evaluate, a leader to judge): the next tick
    * evaluates every shard again, whatever fired it (a lease lapse is seen
    * once; found by helper-29) */
   bool decision_refused;

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "felix/fileutil.h"
+#include "felix/jsonnum.h"
 #include "felix/segment.h"
 
 uint64_t felix_rp_manifest_bytes(const felix_rp_manifest *m) {
@@ -139,14 +140,14 @@ static felix_status get_string(parse_ctx *c, const cJSON *o, const char *key, co
   return FELIX_OK;
 }
 
-/* Integers up to 2^53 (what a JSON number carries exactly). */
+/* Integers below 2^53, the checked reader's: 2^53 + 1 reads as 2^53, so
+ * that one is refused too, never taken rounded (helper-30). */
 static felix_status get_u64(parse_ctx *c, const cJSON *o, const char *key, const char *field, uint64_t max,
                             uint64_t *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-  double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-  if (d < 0 || d > 9007199254740992.0 || d != (double)(uint64_t)d || (uint64_t)d > max)
-    return bad(c, field, "a non-negative integer");
-  *out = (uint64_t)d;
+  uint64_t v;
+  if (!felix_json_u64(cJSON_GetObjectItemCaseSensitive(o, key), &v) || v > max)
+    return bad(c, field, "a non-negative integer below 2^53");
+  *out = v;
   return FELIX_OK;
 }
 

@@ -143,6 +143,25 @@ static void a_lease_lapse_failover_the_store_refused_is_tried_again(void **state
   if (shard0(f).generation == 1) fail_msg("still pinned to the dead leader %s once the store took writes", ids[a]);
 }
 
+/* The tick that retries a refused failover finds the shards unreadable (a
+ * busy database, an I/O error): nothing was evaluated, so the next tick
+ * tries again; the flag was once cleared before the listing (helper-30). */
+static void a_retry_whose_shard_listing_failed_is_tried_again(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  bool alive[3] = {true, true, true};
+  alive[a] = false;
+  store_exec(f, REFUSE);
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; the failover is refused */
+  assert_int_equal(shard0(f).generation, 1);
+  store_exec(f, "ALTER TABLE shards RENAME TO shards_hidden");
+  tick_alive(f, alive); /* the retry: the listing fails */
+  store_exec(f, "ALTER TABLE shards_hidden RENAME TO shards");
+  store_exec(f, "DROP TRIGGER refuse");
+  for (int k = 0; k < 3; k++) tick_alive(f, alive);
+  if (shard0(f).generation == 1) fail_msg("still pinned to the dead leader %s once the store answered", ids[a]);
+}
+
 /* An inventory the store refused is applied again at the next heartbeat:
  * the broker sends one only when it changes, and the gone copy it names
  * stayed a caught-up slot. */
@@ -293,6 +312,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_no_quorum_failover_the_store_refused_fires_again, setup, teardown),
       cmocka_unit_test_setup_teardown(an_inventory_the_store_refused_is_applied_at_the_next_heartbeat, setup, teardown),
       cmocka_unit_test_setup_teardown(a_lease_lapse_failover_the_store_refused_is_tried_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_retry_whose_shard_listing_failed_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),

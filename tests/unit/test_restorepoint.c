@@ -383,6 +383,9 @@ static void manifest_round_trips_and_refuses_escaping_names(void **s) {
   /* an edit the names allow is caught by the digest */
   expect_corrupt(text, "\"size\":\t10", "\"size\":\t11", "digest");
   expect_corrupt(text, "\"end_offset\":\t2", "\"end_offset\":\t3", "does not match its content");
+  /* 2^53 + 1 reads as 2^53 in a double: refused, never taken rounded (helper-30) */
+  expect_corrupt(text, "\"ballot_generation\":\t1", "\"ballot_generation\":\t9007199254740993", "below 2^53");
+  expect_corrupt(text, "\"ballot_generation\":\t1", "\"ballot_generation\":\t9007199254740992", "below 2^53");
   free(text);
 }
 

@@ -15,6 +15,12 @@
 #include "felix/error.h"
 
 #define FELIX_MAX_REPLICAS 7
+/* The largest generation: 2^53 - 1, the largest integer every JSON reader on
+ * the way (the broker's, felixctl's, a script's) keeps exactly. A generation
+ * the control plane reads must be below it, so that the next one fits
+ * (helper-30: a copy at 2^53 - 1 was adopted and its shard could never be
+ * led again, each next generation unreadable to the broker). */
+#define FELIX_GENERATION_MAX INT64_C(9007199254740991)
 
 typedef struct felix_place_broker {
   const char *id;
@@ -99,6 +105,7 @@ int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm,
                          const char *context, felix_abandon_verdict *out);
 
 /* The next generation: one above anything stored or seen. */
+/* max(stored, seen) + 1; both below FELIX_GENERATION_MAX (the readers' bound). */
 int64_t felix_next_generation(int64_t stored, int64_t seen);
 
 /* The pin of the shard's current generation. */
