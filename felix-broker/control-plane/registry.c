@@ -189,9 +189,13 @@ void cp_heartbeat(cp_state *cp, const char *broker, const char *incarnation, con
   cp_live_renew(cp, l);
   bool applied = false;
   if (inv) {
+    /* A registration's inventory the store refused still owes its check
+     * (a copy below its floor is a stranger, §4.5): a newer inventory
+     * replaces it, and is checked in its place (helper-30). */
+    bool at_start = l->inv_unapplied && l->inv_unapplied_at_start;
     cp_live_set_inventory(l, inv, ninv);
-    l->inv_unapplied = !cp_apply_inventory(cp, &b, inv, ninv, false);
-    l->inv_unapplied_at_start = false;
+    l->inv_unapplied = !cp_apply_inventory(cp, &b, inv, ninv, at_start);
+    l->inv_unapplied_at_start = at_start;
     applied = true;
   } else if (l->inv_unapplied) { /* the store refused it before: again, as it came */
     l->inv_unapplied = !cp_apply_inventory(cp, &b, l->inv, l->ninv, l->inv_unapplied_at_start);

@@ -39,7 +39,10 @@ bool cp_passed_over(cp_state *cp, const cp_shard_row *sh, const char *broker);
 /* Records copies an inventory lists for slots that have none (control-plane/decide.c). */
 /* at_start: the inventory a process sent with its registration, taken before
  * it answered any peer — the only one that can show lost writes, since a
- * heartbeat's inventory may be older than a measurement it crosses. */
+ * heartbeat's inventory may be older than a measurement it crosses. When the
+ * store refused the registration's, the next inventory is checked in its
+ * place: a measurement it crossed may make a caught-up copy a stranger (it
+ * is copied again), never a short copy trusted (cp_heartbeat). */
 /* false when the store refused it (logged; nothing of it recorded) */
 bool cp_apply_inventory(cp_state *cp, const cp_broker_row *b, const cp_inv_entry *inv, size_t ninv, bool at_start);
 

@@ -180,6 +180,25 @@ static void an_inventory_the_store_refused_is_applied_at_the_next_heartbeat(void
     fail_msg("the slot still names the gone copy %s after the next heartbeat", copies[k]);
 }
 
+/* A registration that shows lost writes (its copy below its floor) commits,
+ * but the store refuses its inventory's apply; the broker's next heartbeat
+ * carries a new inventory (it does at once: the reply names the instance).
+ * The check the registration owed is made on that one, or the copy would
+ * stay trusted as caught up (helper-30). */
+static void a_registration_inventory_refused_keeps_its_check_for_the_next(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  int k = (a + 1) % 3;
+  assert_int_equal(shard0(f).slots[k].floor, 5);
+  cp_inv_entry e = inv(f, copies[k], 3, 1, INST1); /* a rolled-back snapshot: 3 of the 5 it was measured at */
+  store_exec(f, REFUSE);
+  assert_int_equal(do_register(f, k, sids[k], &e, 1), 200);
+  store_exec(f, "DROP TRIGGER refuse");
+  assert_false(shard0(f).slots[k].stranger); /* refused: nothing recorded yet */
+  heartbeat(f, k, &e);
+  if (!shard0(f).slots[k].stranger) fail_msg("copy %s below its floor is still trusted", copies[k]);
+}
+
 /* A trigger that proves the old process gone (a new incarnation) moves the
  * shard at once: its lease died with it. */
 static void a_new_incarnation_moves_at_once(void **state) {
@@ -311,6 +330,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_fence_timeout_the_store_refused_fires_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_no_quorum_failover_the_store_refused_fires_again, setup, teardown),
       cmocka_unit_test_setup_teardown(an_inventory_the_store_refused_is_applied_at_the_next_heartbeat, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_registration_inventory_refused_keeps_its_check_for_the_next, setup, teardown),
       cmocka_unit_test_setup_teardown(a_lease_lapse_failover_the_store_refused_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_retry_whose_shard_listing_failed_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
