@@ -66,6 +66,8 @@ void cp_live_renew(cp_state *cp, cp_live *l) {
 static felix_status snapshot_shards(cp_state *cp, felix_err *err);
 static felix_status start_grace(cp_state *cp, felix_err *err);
 
+static void log_pending_events(void *ctx, bool committed);
+
 felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instance_id, uint64_t lease_ms,
                            uint64_t real_now_ms, felix_err *err) {
   memset(cp, 0, sizeof *cp);
@@ -90,6 +92,7 @@ felix_status cp_state_open(cp_state *cp, const char *db_path, const char *instan
     cp_state_close(cp);
     return err->status;
   }
+  cp_store_on_txn_end(cp->store, log_pending_events, cp);
   cp_broker_row *bs = NULL;
   size_t n = 0;
   if (cp_store_brokers_list(cp->store, &bs, &n, err)) {
@@ -136,6 +139,9 @@ void cp_state_close(cp_state *cp) {
   cp->nwatch = cp->capwatch = 0;
   cp_store_close(cp->store);
   cp->store = NULL;
+  free(cp->pending_events);
+  cp->pending_events = NULL;
+  cp->npending = cp->cap_pending = 0;
   pthread_mutex_destroy(&cp->mu);
 }
 
@@ -458,6 +464,25 @@ static void log_event(const cp_event *e) {
                   k[2], v[2], NULL);
 }
 
+/* Keeps the event for the transaction's end; false when out of memory (the
+ * caller logs it at once: a line that may not have happened over none). */
+static bool pend_event(cp_state *cp, const cp_event *e) {
+  if (cp->npending == cp->cap_pending) {
+    size_t nc = cp->cap_pending ? cp->cap_pending * 2 : 8;
+    cp_event *np = realloc(cp->pending_events, nc * sizeof *np);
+    if (!np) return false;
+    cp->pending_events = np, cp->cap_pending = nc;
+  }
+  cp->pending_events[cp->npending++] = *e;
+  return true;
+}
+
+static void log_pending_events(void *ctx, bool committed) {
+  cp_state *cp = ctx;
+  for (size_t i = 0; committed && i < cp->npending; i++) log_event(&cp->pending_events[i]);
+  cp->npending = 0;
+}
+
 felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh, const char *broker,
                           int64_t generation, felix_err *err, const char *fmt, ...) {
   cp_event e;
@@ -476,8 +501,9 @@ felix_status cp_event_add(cp_state *cp, const char *kind, const cp_shard_row *sh
   va_start(ap, fmt);
   vsnprintf(e.message, sizeof e.message, fmt, ap);
   va_end(ap);
-  log_event(&e);
-  return cp_store_event_add(cp->store, &e, err);
+  felix_status st = cp_store_event_add(cp->store, &e, err);
+  if (st == FELIX_OK && !(cp_store_in_txn(cp->store) && pend_event(cp, &e))) log_event(&e);
+  return st;
 }
 
 void cp_outcome_ok(cp_outcome *o, int status) {

@@ -110,6 +110,10 @@ typedef struct cp_state {
    * evaluates every shard again, whatever fired it (a lease lapse is seen
    * once; found by helper-29) */
   bool decision_refused;
+  /* events of the transaction now open, logged once it commits: a decision
+   * the store refused never logs one (helper-29) */
+  cp_event *pending_events;
+  size_t npending, cap_pending;
   pthread_mutex_t mu;
   cp_store *store;
   char instance_id[33];

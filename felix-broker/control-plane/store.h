@@ -103,6 +103,10 @@ felix_status cp_store_setting_put(cp_store *s, const char *key, int64_t value, f
 felix_status cp_store_begin(cp_store *s, felix_err *err);
 felix_status cp_store_commit(cp_store *s, felix_err *err);
 void cp_store_rollback(cp_store *s);
+/* fn(ctx, committed) runs when a transaction ends: true after a commit that
+ * returned, false after a rollback or a commit that failed. */
+void cp_store_on_txn_end(cp_store *s, void (*fn)(void *ctx, bool committed), void *ctx);
+bool cp_store_in_txn(cp_store *s);
 
 felix_status cp_store_broker_get(cp_store *s, const char *id, cp_broker_row *out, bool *found, felix_err *err);
 felix_status cp_store_broker_put(cp_store *s, const cp_broker_row *b, felix_err *err);

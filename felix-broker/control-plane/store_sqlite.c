@@ -26,6 +26,8 @@ struct cp_store {
   int version;
   cached_stmt cache[CP_STMT_CACHE];
   int ncache;
+  void (*txn_end)(void *ctx, bool committed);
+  void *txn_ctx;
 };
 
 /* Version 1: everything of DESIGN.md §4.1 that must survive a restart.
@@ -156,12 +158,21 @@ felix_status cp_store_begin(cp_store *s, felix_err *err) {
 felix_status cp_store_commit(cp_store *s, felix_err *err) {
   felix_status st = exec(s, "COMMIT", err);
   if (st != FELIX_OK) cp_store_rollback(s);
+  else if (s->txn_end) s->txn_end(s->txn_ctx, true);
   return st;
 }
 
 void cp_store_rollback(cp_store *s) {
   if (!sqlite3_get_autocommit(s->db)) sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+  if (s->txn_end) s->txn_end(s->txn_ctx, false);
 }
+
+void cp_store_on_txn_end(cp_store *s, void (*fn)(void *ctx, bool committed), void *ctx) {
+  s->txn_end = fn;
+  s->txn_ctx = ctx;
+}
+
+bool cp_store_in_txn(cp_store *s) { return !sqlite3_get_autocommit(s->db); }
 
 /* ---- small statement helpers ---- */
 

@@ -9,8 +9,10 @@
  * and A kept acknowledging acks=leader publishes next to B. */
 #include "cp_fixture3.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <sqlite3.h>
+#include <unistd.h>
 
 /* Every broker but the dead ones heartbeats; the lease clock moves by one tick. */
 static void tick_alive(fx *f, const bool alive[3]) {
@@ -160,6 +162,73 @@ static void a_retry_whose_shard_listing_failed_is_tried_again(void **state) {
   store_exec(f, "DROP TRIGGER refuse");
   for (int k = 0; k < 3; k++) tick_alive(f, alive);
   if (shard0(f).generation == 1) fail_msg("still pinned to the dead leader %s once the store answered", ids[a]);
+}
+
+/* A clock on which every line is a window after the last: none is held back
+ * as a repeat of a line an earlier test logged. */
+static uint64_t far_apart_ms(void) {
+  static uint64_t t;
+  return t += 2 * FELIX_LOG_REPEAT_MS;
+}
+
+/* stderr into dir/name until stderr_back (the control plane's log lines, at
+ * info, none held back as a repeat). */
+static int stderr_to(const char *dir, const char *name) {
+  felix_log_set_level(FELIX_LOG_INFO);
+  felix_log_test_clock(far_apart_ms);
+  char *p = tu_path(dir, name);
+  int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  free(p);
+  assert_true(fd >= 0);
+  int saved = dup(2);
+  dup2(fd, 2);
+  close(fd);
+  return saved;
+}
+
+static void stderr_back(int saved) {
+  dup2(saved, 2);
+  close(saved);
+  felix_log_test_clock(NULL);
+  felix_log_set_level(FELIX_LOG_WARN); /* the fixture's */
+}
+
+static int count_in(const char *dir, const char *name, const char *needle) {
+  size_t len;
+  char *text = (char *)tu_read(dir, name, &len);
+  assert_non_null(text);
+  text[len] = '\0';
+  int n = 0;
+  for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
+  free(text);
+  return n;
+}
+
+/* A decision the store refused logs no event: the line "generation 2
+ * issued" came before the write, so each tick's retry of a refused failover
+ * told of a generation that never was (helper-29); it is logged once the
+ * write commits, once. */
+static void a_refused_decision_logs_no_event(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  bool alive[3] = {true, true, true};
+  alive[a] = false;
+  char *d = tu_mkdtemp();
+  store_exec(f, "CREATE TRIGGER refuse_event BEFORE INSERT ON events WHEN NEW.kind = 'generation' "
+                "BEGIN SELECT RAISE(ABORT, 'refused by the test'); END");
+  int saved = stderr_to(d, "refused.log");
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; each retry is refused */
+  stderr_back(saved);
+  assert_int_equal(shard0(f).generation, 1);
+  assert_int_equal(count_in(d, "refused.log", "generation 2 issued"), 0);
+  assert_true(count_in(d, "refused.log", "cannot issue generation") > 0); /* the refusal itself is told */
+  store_exec(f, "DROP TRIGGER refuse_event");
+  saved = stderr_to(d, "taken.log");
+  for (int k = 0; k < 3; k++) tick_alive(f, alive);
+  stderr_back(saved);
+  assert_int_equal(shard0(f).generation, 2);
+  assert_int_equal(count_in(d, "taken.log", "generation 2 issued"), 1);
+  tu_rmdir(d);
 }
 
 /* An inventory the store refused is applied again at the next heartbeat:
@@ -333,6 +402,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_registration_inventory_refused_keeps_its_check_for_the_next, setup, teardown),
       cmocka_unit_test_setup_teardown(a_lease_lapse_failover_the_store_refused_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_retry_whose_shard_listing_failed_is_tried_again, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_refused_decision_logs_no_event, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),
