@@ -101,7 +101,7 @@ $(BUILD)/cp-san/%.o: felix-broker/%.c $(LIB_HDR) $(BROKER_HDR)
 $(BUILD)/libcp-san.a: $(patsubst felix-broker/%.c,$(BUILD)/cp-san/%.o,$(CP_TESTABLE))
 	@ar rcs $@ $^
 
-$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h tests/unit/cp_fixture3.h $(BUILD)/libfelix-san.a $(BUILD)/libcp-san.a $(CTL_SRC)
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/testutil.h tests/unit/cp_fixture3.h $(BUILD)/libfelix-san.a $(BUILD)/libcp-san.a $(CTL_SRC) $(BROKER_SRC) $(BROKER_HDR)
 	@mkdir -p $(@D)
 	@echo "  LD unit $@"
 	@$(CC) $(WARN) $(CFLAGS) $(SAN) $(CPPFLAGS) -Ifelix-broker $< $(BUILD)/libcp-san.a $(BUILD)/libfelix-san.a -lcmocka $(NETLIBS) $(LDLIBS) -o $@

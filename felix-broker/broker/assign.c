@@ -60,9 +60,20 @@ static cJSON *copy_json(const shard *s) {
   return j;
 }
 
+/* Puts the copy's entry in the inventory; false (and j freed) when it or
+ * its last field could not be made (out of memory). */
+static bool put_entry(cJSON *arr, cJSON *j, bool last_field_made) {
+  if (j && arr && last_field_made && cJSON_AddItemToArray(arr, j)) return true;
+  cJSON_Delete(j);
+  return false;
+}
+
 static void publish_inventory_now(broker *b) {
   b->inventory_stale = false;
   cJSON *arr = cJSON_CreateArray();
+  /* every copy or none: an inventory short of one (out of memory) would make
+   * the control plane forget it at the next registration (helper-31) */
+  bool whole = arr != NULL;
   for (shard *s = b->shards; s; s = s->next) {
     if (s->refused) {
       /* Said, not omitted: a gone copy is forgotten and made anew; a refused
@@ -75,24 +86,23 @@ static void publish_inventory_now(broker *b) {
       cJSON_AddNumberToObject(j, "shard", s->index);
       cJSON_AddStringToObject(j, "copy_id", s->ballot.copy_id);
       felix_json_add_u64(j, "log_end", 0);
-      cJSON_AddTrueToObject(j, s->gone ? "gone" : "refused");
-      cJSON_AddItemToArray(arr, j);
+      whole = put_entry(arr, j, cJSON_AddTrueToObject(j, s->gone ? "gone" : "refused")) && whole;
       continue;
     }
     cJSON *j = copy_json(s);
     felix_json_add_u64(j, "ballot_generation", s->ballot.generation);
     cJSON_AddStringToObject(j, "ballot_leader", s->ballot.has_leader ? s->ballot.leader : "none");
-    /* Built after the loop last heard from this instance: every promise it
-     * gave to another instance's fence is in the ballot above (§4.8). */
-    cJSON_AddStringToObject(j, "cp_instance", b->cp_instance);
+    /* cp_instance (added last, below): built after the loop last heard from
+     * this instance, every promise it gave to another instance's fence is
+     * in the ballot above (§4.8). */
     if (s->has_meta) { /* what `stream adopt` needs of a stream a restored database lost (§4.8) */
       cJSON_AddNumberToObject(j, "shards", s->meta.shards);
       cJSON_AddNumberToObject(j, "replicas", s->meta.replicas);
       cJSON_AddStringToObject(j, "acks", s->meta.acks);
     }
-    cJSON_AddItemToArray(arr, j);
+    whole = put_entry(arr, j, cJSON_AddStringToObject(j, "cp_instance", b->cp_instance)) && whole;
   }
-  post_to_cp(b, cJSON_PrintUnformatted(arr), false);
+  post_to_cp(b, whole ? cJSON_PrintUnformatted(arr) : NULL, false);
   cJSON_Delete(arr);
 }
 

@@ -134,6 +134,8 @@ typedef struct watch_copy {
   felix_fsync_mode mode;
   uint64_t stalled_ns;      /* the start of the sync logged as stalled; 0: none */
   const char *stalled_what; /* what that sync was */
+  uint64_t watching_ns;     /* the start of the sync the last pass saw running; 0: none */
+  uint64_t watched_ms;      /* how long this thread has watched it run */
 } watch_copy;
 
 typedef struct broker_watch {

@@ -37,7 +37,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
   free(loop_text), free(watch_text);
   enum MHD_Result rc;
   if (!strcmp(url, "/ready")) rc = answer(mc, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "not ready\n");
-  else if (!strcmp(url, "/metrics")) rc = answer(mc, 200, "text/plain; version=0.0.4", text ? text : "");
+  else if (!strcmp(url, "/metrics") && !text) rc = answer(mc, 503, "text/plain", "out of memory\n"); /* never a 200 with less */
+  else if (!strcmp(url, "/metrics")) rc = answer(mc, 200, "text/plain; version=0.0.4", text);
   else rc = answer(mc, 404, "text/plain", "not found: try /live, /ready or /metrics\n");
   free(text);
   return rc;

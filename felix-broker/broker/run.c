@@ -241,8 +241,8 @@ static int run_loop(broker *b) {
   uv_prepare_start(&b->publish_prepare, on_publish_prepare);
   if (watch_start(b) != 0 || broker_cp_start(b) != 0) return FELIX_EXIT_FAILURE;
   uv_run(b->loop, UV_RUN_DEFAULT);
+  watch_stop(b); /* the loop is over: its quiet from here (a slow last control-plane call) is no stall (helper-31) */
   broker_cp_stop(b);
-  watch_stop(b);
   return b->exit_code;
 }
 

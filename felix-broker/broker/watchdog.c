@@ -76,52 +76,104 @@ void watch_remove(broker *b, const felix_log *log) {
 
 void watch_loop_ticked(broker *b) { atomic_fetch_add(&b->watch.loop_ticks, 1); }
 
-/* One warn line when a sync passes SYNC_STALL_LOG_MS, one info line when it
- * returns; by the sync (its start), not the copy: under on_commit syncs run
- * back to back, and a pass rarely sees none running (helper-29). */
-static void watch_sync(watch_copy *c, const felix_log_disk_wait *d, uint64_t now_ns) {
+/* What a pass has to say, written once it let go of w->mu: an HTTP probe
+ * (/ready, /metrics) takes w->mu, and must not wait on a write to stderr
+ * (a full pipe) behind it (helper-31). */
+typedef enum { SYNC_STUCK, SYNC_BACK, LOOP_STUCK, LOOP_BACK } watch_said;
+typedef struct watch_line {
+  watch_said said;
+  char shard[300];
+  const char *what;
+  felix_fsync_mode mode;
+  uint64_t ms, bytes;
+} watch_line;
+typedef struct watch_lines {
+  watch_line *v;
+  size_t n, cap;
+} watch_lines;
+
+static watch_line *say(watch_lines *out, watch_said said, const char *copy) {
+  if (out->n == out->cap) {
+    size_t nc = out->cap ? out->cap * 2 : 8;
+    watch_line *nv = realloc(out->v, nc * sizeof *nv);
+    if (!nv) return NULL; /* out of memory: the line is left out */
+    out->v = nv, out->cap = nc;
+  }
+  watch_line *l = &out->v[out->n++];
+  memset(l, 0, sizeof *l);
+  l->said = said;
+  snprintf(l->shard, sizeof l->shard, "%s", copy ? copy : "");
+  return l;
+}
+
+static void write_line(const watch_line *l) {
+  char ms[32], bytes[32];
+  snprintf(ms, sizeof ms, "%" PRIu64, l->ms);
+  snprintf(bytes, sizeof bytes, "%" PRIu64, l->bytes);
+  switch (l->said) {
+  case SYNC_STUCK: /* whether it holds the loop too, the loop's own line says */
+    felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", l->shard, "for_ms", ms,
+                    "unsynced_bytes", bytes, "fsync_mode", felix_fsync_mode_name(l->mode), "acknowledged_unsynced",
+                    felix_fsync_mode_relaxed(l->mode) ? "yes" : "no", "sync", l->what, NULL);
+    break;
+  case SYNC_BACK:
+    felix_log_event("info", "the stalled sync of the log returned", "shard", l->shard, "sync", l->what, "after_ms", ms, NULL);
+    break;
+  case LOOP_STUCK:
+    felix_log_event("warn", "the broker's loop has not run: publishes, replication and its metrics wait", "for_ms", ms,
+                    NULL);
+    break;
+  case LOOP_BACK: felix_log_event("info", "the broker's loop runs again", "after_ms", ms, NULL); break;
+  }
+}
+
+/* The part of since_last_pass_ms this thread watched: none of a gap in
+ * which it stood still itself (the whole process was stopped). */
+static uint64_t watched(uint64_t since_last_pass_ms) { return since_last_pass_ms <= WATCH_GAP_MS ? since_last_pass_ms : 0; }
+
+/* One warn line when a sync has been watched for SYNC_STALL_LOG_MS, one info
+ * line when it returns; by the sync (its start), not the copy: under
+ * on_commit syncs run back to back, and a pass rarely sees none running
+ * (helper-29). The watched time leaves out a stop of the whole process
+ * (SIGSTOP), whose sync returns when it goes on (helper-31). */
+static void watch_sync(watch_copy *c, const felix_log_disk_wait *d, uint64_t now_ns, uint64_t since_last_pass_ms,
+                       watch_lines *out) {
   if (c->stalled_ns && d->started_ns != c->stalled_ns) {
-    char ms[32];
-    snprintf(ms, sizeof ms, "%" PRIu64, (now_ns - c->stalled_ns) / 1000000u);
-    felix_log_event("info", "the stalled sync of the log returned", "shard", c->shard, "sync", c->stalled_what,
-                    "after_ms", ms, NULL);
+    watch_line *l = say(out, SYNC_BACK, c->shard);
+    if (l) l->what = c->stalled_what, l->ms = (now_ns - c->stalled_ns) / 1000000u;
     c->stalled_ns = 0;
   }
-  if (d->started_ns && d->ms >= SYNC_STALL_LOG_MS && !c->stalled_ns) {
+  if (d->started_ns != c->watching_ns) { /* another sync, or none */
+    c->watching_ns = d->started_ns;
+    c->watched_ms = d->ms < watched(since_last_pass_ms) ? d->ms : watched(since_last_pass_ms);
+  } else if (d->started_ns) {
+    c->watched_ms += watched(since_last_pass_ms);
+  }
+  if (d->started_ns && c->watched_ms >= SYNC_STALL_LOG_MS && !c->stalled_ns) {
     c->stalled_ns = d->started_ns;
     c->stalled_what = d->what;
-    char ms[32], bytes[32];
-    snprintf(ms, sizeof ms, "%" PRIu64, d->ms);
-    snprintf(bytes, sizeof bytes, "%" PRIu64, d->unsynced_bytes);
-    /* whether it holds the loop too, the loop's own line says (watch_loop) */
-    felix_log_event("warn", "a sync of the log has not returned: is the disk hung?", "shard", c->shard, "for_ms", ms,
-                    "unsynced_bytes", bytes, "fsync_mode", felix_fsync_mode_name(c->mode), "acknowledged_unsynced",
-                    felix_fsync_mode_relaxed(c->mode) ? "yes" : "no", "sync", d->what, NULL);
+    watch_line *l = say(out, SYNC_STUCK, c->shard);
+    if (l) l->what = d->what, l->ms = d->ms, l->bytes = d->unsynced_bytes, l->mode = c->mode;
   }
 }
 
 /* The loop ticks every 500 ms (on_metrics_timer): quiet for LOOP_STALL_LOG_MS
  * of this thread's own watching, it is stuck (a sync under a log's lock, or
  * anything else that blocks it). */
-static void watch_loop(broker_watch *w, uint64_t since_last_pass_ms) {
+static void watch_loop(broker_watch *w, uint64_t since_last_pass_ms, watch_lines *out) {
   uint64_t ticks = atomic_load(&w->loop_ticks);
   if (ticks == 0) return; /* not running yet: the start's recovery is not a stall */
   if (ticks != w->seen_ticks) {
-    if (w->loop_logged) {
-      char ms[32];
-      snprintf(ms, sizeof ms, "%" PRIu64, w->quiet_ms);
-      felix_log_event("info", "the broker's loop runs again", "after_ms", ms, NULL);
-    }
+    watch_line *l = w->loop_logged ? say(out, LOOP_BACK, NULL) : NULL;
+    if (l) l->ms = w->quiet_ms;
     w->seen_ticks = ticks, w->quiet_ms = 0, w->loop_logged = false;
     return;
   }
-  if (since_last_pass_ms <= WATCH_GAP_MS) w->quiet_ms += since_last_pass_ms;
+  w->quiet_ms += watched(since_last_pass_ms);
   if (w->quiet_ms >= LOOP_STALL_LOG_MS && !w->loop_logged) {
     w->loop_logged = true;
-    char ms[32];
-    snprintf(ms, sizeof ms, "%" PRIu64, w->quiet_ms);
-    felix_log_event("warn", "the broker's loop has not run: publishes, replication and its metrics wait", "for_ms", ms,
-                    NULL);
+    watch_line *l = say(out, LOOP_STUCK, NULL);
+    if (l) l->ms = w->quiet_ms;
   }
 }
 
@@ -133,9 +185,10 @@ static uint64_t monotonic_ns(void) {
 
 static void watch_pass(broker_watch *w, uint64_t since_last_pass_ms) {
   felix_metrics m = {0};
+  watch_lines lines = {0};
   uint64_t now_ns = monotonic_ns();
   pthread_mutex_lock(&w->mu);
-  watch_loop(w, since_last_pass_ms);
+  watch_loop(w, since_last_pass_ms, &lines);
   felix_metrics_family(&m, "felix_loop_stall_seconds", "gauge",
                        "How long the broker's loop has gone without its half-second tick, as its watchdog thread sees it.");
   felix_metrics_double(&m, "felix_loop_stall_seconds", "", (double)w->quiet_ms / 1000);
@@ -145,12 +198,14 @@ static void watch_pass(broker_watch *w, uint64_t since_last_pass_ms) {
     watch_copy *c = &w->copies[i];
     felix_log_disk_wait d;
     felix_log_disk_waiting(c->log, &d);
-    watch_sync(c, &d, now_ns > d.started_ns ? now_ns : d.started_ns);
+    watch_sync(c, &d, now_ns > d.started_ns ? now_ns : d.started_ns, since_last_pass_ms, &lines);
     felix_metrics_double(&m, "felix_sync_in_flight_seconds", c->labels, (double)d.ms / 1000);
   }
   char *t = felix_metrics_take(&m);
   if (t) free(w->text), w->text = t; /* out of memory: the last text stays */
   pthread_mutex_unlock(&w->mu);
+  for (size_t i = 0; i < lines.n; i++) write_line(&lines.v[i]);
+  free(lines.v);
 }
 
 static void *watch_main(void *arg) {

@@ -99,6 +99,10 @@ static void issue(cp_state *cp, cp_shard_row *sh, int k, const cp_inv_entry *con
   cp_shard_row next = *sh;
   int64_t kept = v->kept[k];
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
+  if (next.generation == 0)
+    return cp_outcome_fail(out, 422, "nothing: no broker can read a generation above it",
+                           "refused: %s/%d has no generation left above %" PRId64 " (2^53 - 1, the largest a JSON number "
+                           "carries exactly)", sh->stream, sh->shard, FELIX_GENERATION_MAX);
   assert(next.generation > sh->generation && next.generation > sh->seen_generation);
   /* The abandon keeps what the chosen copy holds of the old maximum, no more. */
   assert(kept >= 0 && kept <= sh->max_hwm && kept <= inv[k]->log_end);

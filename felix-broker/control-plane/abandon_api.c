@@ -54,7 +54,7 @@ void cp_api_abandon(cp_state *cp, const cp_request *req, const char *stream, con
             cpj_int(o, "expect_generation", !q.dry_run, 0, INT64_MAX, &q.expect_generation, why, sizeof why) &&
             cpj_string(o, "expect_copy", !q.dry_run, 200, &q.expect_copy, why, sizeof why) &&
             cpj_string(o, "expect_digest", !q.dry_run, 16, &q.expect_digest, why, sizeof why) &&
-            cpj_int(o, "above_generation", false, 1, FELIX_GENERATION_MAX - 1, &q.above_generation, why, sizeof why);
+            cpj_int(o, "above_generation", false, 1, INT64_MAX, &q.above_generation, why, sizeof why);
   if (!ok) {
     cJSON_Delete(o);
     return cp_reply_error(rep, 400, "see docs/control-plane-api.md", "%s", why);

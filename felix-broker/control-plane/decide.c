@@ -177,6 +177,13 @@ static bool issue_generation(cp_state *cp, cp_shard_row *sh, int i, const char *
   if (!found) return false;
   cp_shard_row next = *sh;
   next.generation = felix_next_generation(sh->generation, sh->seen_generation);
+  if (next.generation == 0) { /* a retry changes nothing: no decision_refused */
+    char name[CP_ID_MAX + 16];
+    snprintf(name, sizeof name, "%s/%d", sh->stream, sh->shard);
+    felix_log_event("error", "no generation is left for this shard: its copies reached 2^53 - 1, the largest a JSON number "
+                    "carries exactly; nothing can lead it", "shard", name, NULL);
+    return false;
+  }
   assert(next.generation > sh->generation && next.generation > sh->seen_generation); /* numbers only grow */
   snprintf(next.leader, sizeof next.leader, "%s", b.id);
   snprintf(next.leader_copy_id, sizeof next.leader_copy_id, "%s", sh->slots[i].copy_id);

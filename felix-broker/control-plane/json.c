@@ -111,7 +111,7 @@ static bool inv_generations(const cJSON *g, const char *prefix, cp_inv_entry *x,
     /* the checked reader: a pair at 2^53 or beyond is refused, never rounded
      * (a rounded generation promised once adopted a copy below its own) */
     if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) != 2 || felix_json_i64(a, &gen) != FELIX_JSON_INT_OK ||
-        felix_json_i64(b, &start) != FELIX_JSON_INT_OK || gen < 0 || gen >= FELIX_GENERATION_MAX || start < 0) {
+        felix_json_i64(b, &start) != FELIX_JSON_INT_OK || gen < 0 || start < 0) {
       n = -1;
       break;
     }
@@ -119,8 +119,7 @@ static bool inv_generations(const cJSON *g, const char *prefix, cp_inv_entry *x,
     if (k >= 0) x->gens[k][0] = gen, x->gens[k][1] = start;
   }
   if (n < 0)
-    snprintf(why, cap, "%s: field generations must be a list of [generation, start offset] pairs of integers, "
-             "generations below 2^53 - 1",
+    snprintf(why, cap, "%s: field generations must be a list of [generation, start offset] pairs of integers below 2^53",
              prefix);
   return n >= 0;
 }
@@ -148,9 +147,8 @@ static bool inv_entry(const cJSON *e, const char *prefix, cp_inv_entry *x, char 
             cpj_string(e, "copy_id", true, 32, &copy, why, cap) &&
             cpj_int(e, "log_start", false, 0, INT64_MAX, &x->log_start, why, cap) &&
             cpj_int(e, "log_end", true, 0, INT64_MAX, &x->log_end, why, cap) &&
-            /* below the largest, so that the next generation fits */
-            cpj_int(e, "last_generation", false, 0, FELIX_GENERATION_MAX - 1, &x->last_generation, why, cap) &&
-            cpj_int(e, "ballot_generation", false, 0, FELIX_GENERATION_MAX - 1, &x->ballot_generation, why, cap) &&
+            cpj_int(e, "last_generation", false, 0, INT64_MAX, &x->last_generation, why, cap) &&
+            cpj_int(e, "ballot_generation", false, 0, INT64_MAX, &x->ballot_generation, why, cap) &&
             cpj_string(e, "ballot_leader", false, 64, &bleader, why, cap) &&
             cpj_bool(e, "gone", false, &x->gone, why, cap) &&
             cpj_bool(e, "refused", false, &x->refused, why, cap) &&

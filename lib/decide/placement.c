@@ -175,9 +175,10 @@ int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm,
 }
 
 int64_t felix_next_generation(int64_t stored, int64_t seen) {
-  int64_t next = 1 + (stored > seen ? stored : seen);
-  assert(next > stored && next > seen && next <= FELIX_GENERATION_MAX);
-  return next;
+  int64_t top = stored > seen ? stored : seen;
+  if (top >= FELIX_GENERATION_MAX) return 0;
+  assert(top + 1 > stored && top + 1 > seen);
+  return top + 1;
 }
 
 static bool same(const char *a, const char *b) {

@@ -42,26 +42,28 @@ void felix_rp_manifest_free(felix_rp_manifest *m) {
   memset(m, 0, sizeof *m);
 }
 
+/* 64-bit fields as exact integer text (felix_json_add_u64): cJSON's number
+ * printer wrote 2^53 - 1 as 9.00719925474099e+15 (helper-31). */
 static cJSON *shard_json(const felix_rp_shard *s) {
   cJSON *o = cJSON_CreateObject(), *gens = cJSON_CreateArray(), *files = cJSON_CreateArray();
   cJSON_AddStringToObject(o, "dir", s->dir);
   cJSON_AddStringToObject(o, "stream", s->stream);
   cJSON_AddNumberToObject(o, "shard", s->shard);
   cJSON_AddStringToObject(o, "stream_uuid", s->stream_uuid);
-  cJSON_AddNumberToObject(o, "start_offset", (double)s->start_offset);
-  cJSON_AddNumberToObject(o, "end_offset", (double)s->end_offset);
-  cJSON_AddNumberToObject(o, "ballot_generation", (double)s->ballot_generation);
+  felix_json_add_u64(o, "start_offset", s->start_offset);
+  felix_json_add_u64(o, "end_offset", s->end_offset);
+  felix_json_add_u64(o, "ballot_generation", s->ballot_generation);
   for (size_t i = 0; i < s->gens.count; i++) {
     cJSON *g = cJSON_CreateObject();
-    cJSON_AddNumberToObject(g, "generation", (double)s->gens.items[i].generation);
-    cJSON_AddNumberToObject(g, "start_offset", (double)s->gens.items[i].start_offset);
+    felix_json_add_u64(g, "generation", s->gens.items[i].generation);
+    felix_json_add_u64(g, "start_offset", s->gens.items[i].start_offset);
     cJSON_AddItemToArray(gens, g);
   }
   cJSON_AddItemToObject(o, "generations", gens);
   for (size_t i = 0; i < s->nfiles; i++) {
     cJSON *f = cJSON_CreateObject();
     cJSON_AddStringToObject(f, "name", s->files[i].name);
-    cJSON_AddNumberToObject(f, "size", (double)s->files[i].size);
+    felix_json_add_u64(f, "size", s->files[i].size);
     cJSON_AddNumberToObject(f, "crc32", s->files[i].crc32);
     cJSON_AddBoolToObject(f, "linked", s->files[i].linked);
     cJSON_AddItemToArray(files, f);
@@ -101,7 +103,7 @@ char *felix_rp_manifest_encode(const felix_rp_manifest *m) {
   cJSON_AddStringToObject(o, "format", "felix-restore-point");
   cJSON_AddNumberToObject(o, "version", m->version);
   cJSON_AddStringToObject(o, "created_at", m->created_at);
-  cJSON_AddNumberToObject(o, "created_at_micros", (double)m->created_at_micros);
+  felix_json_add_u64(o, "created_at_micros", m->created_at_micros);
   cJSON_AddStringToObject(src, "data_dir", m->source_data_dir);
   if (m->broker_id[0]) cJSON_AddStringToObject(src, "broker_id", m->broker_id);
   else cJSON_AddNullToObject(src, "broker_id");

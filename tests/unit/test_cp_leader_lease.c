@@ -8,6 +8,7 @@
  * A's lease — counted from its last heartbeat — ran up to a lease longer,
  * and A kept acknowledging acks=leader publishes next to B. */
 #include "cp_fixture3.h"
+#include "felix/placement.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -231,6 +232,29 @@ static void a_refused_decision_logs_no_event(void **state) {
   tu_rmdir(d);
 }
 
+/* A follower reports generation 2^53 - 1 (the largest a JSON number carries
+ * exactly): a higher generation was seen, but none is left to issue. The
+ * control plane says so and goes on; it aborted once at the next failover
+ * (helper-31), and before that issued 2^53, which no broker could read. */
+static void a_shard_whose_generations_are_spent_is_told_so_and_nothing_aborts(void **state) {
+  fx *f = *state;
+  int a = active_orders(f, 5);
+  int o = (a + 1) % 3;
+  char why[200];
+  char *d = tu_mkdtemp();
+  int saved = stderr_to(d, "spent.log");
+  report(f, o, 1, FELIX_GENERATION_MAX, 5, copies, why);
+  bool alive[3] = {true, true, true};
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive);
+  stderr_back(saved);
+  assert_int_equal(shard0(f).seen_generation, FELIX_GENERATION_MAX);
+  assert_int_equal(shard0(f).generation, 1);
+  assert_true(count_in(d, "spent.log", "no generation is left for this shard") > 0);
+  assert_int_equal(felix_next_generation(FELIX_GENERATION_MAX - 1, 0), FELIX_GENERATION_MAX);
+  assert_int_equal(felix_next_generation(1, FELIX_GENERATION_MAX), 0);
+  tu_rmdir(d);
+}
+
 /* An inventory the store refused is applied again at the next heartbeat:
  * the broker sends one only when it changes, and the gone copy it names
  * stayed a caught-up slot. */
@@ -403,6 +427,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(a_lease_lapse_failover_the_store_refused_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_retry_whose_shard_listing_failed_is_tried_again, setup, teardown),
       cmocka_unit_test_setup_teardown(a_refused_decision_logs_no_event, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_shard_whose_generations_are_spent_is_told_so_and_nothing_aborts, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_incarnation_moves_at_once, setup, teardown),
       cmocka_unit_test_setup_teardown(a_new_storage_id_waits_for_the_old_processes_lease, setup, teardown),
       cmocka_unit_test_setup_teardown(a_drain_of_the_replacing_process_still_waits, setup, teardown),

@@ -389,6 +389,31 @@ static void manifest_round_trips_and_refuses_escaping_names(void **s) {
   free(text);
 }
 
+/* 2^53 - 1 is written with every digit and read back as itself. */
+static void manifest_keeps_every_digit_up_to_2_53(void **s) {
+  (void)s;
+  felix_rp_file f = {.name = "00000000000000000000.log", .size = 9007199254740991ull, .crc32 = 5};
+  felix_generation g = {9007199254740991ull, 9007199254740990ull};
+  felix_rp_shard sh = {.dir = SHARD_DIR, .stream = "orders", .shard = 0, .stream_uuid = UUID, .end_offset = 9007199254740991ull,
+                       .ballot_generation = 9007199254740991ull, .gens = {&g, 1}, .files = &f, .nfiles = 1};
+  felix_rp_manifest m = {.version = 1, .created_at = "2026-12-01T00:00:00Z", .created_at_micros = 9007199254740991ull,
+                         .source_data_dir = "/d", .broker_id = "b1", .storage_id = "00000000000000000000000000000001",
+                         .shards = &sh, .nshards = 1};
+  char *text = felix_rp_manifest_encode(&m);
+  assert_non_null(strstr(text, "\"ballot_generation\":\t9007199254740991"));
+  felix_rp_manifest back;
+  felix_err err;
+  if (parse_text(text, &back, &err) != FELIX_OK) fail_msg("%s", err.msg);
+  assert_int_equal(back.shards[0].ballot_generation, 9007199254740991ull);
+  assert_int_equal(back.shards[0].end_offset, 9007199254740991ull);
+  assert_int_equal(back.shards[0].gens.items[0].generation, 9007199254740991ull);
+  assert_int_equal(back.shards[0].gens.items[0].start_offset, 9007199254740990ull);
+  assert_int_equal(back.shards[0].files[0].size, 9007199254740991ull);
+  assert_int_equal(back.created_at_micros, 9007199254740991ull);
+  felix_rp_manifest_free(&back);
+  free(text);
+}
+
 static void manifest_names_the_byte_and_the_version(void **s) {
   (void)s;
   felix_rp_manifest m;
@@ -634,6 +659,7 @@ int main(void) {
       cmocka_unit_test(restore_refuses_a_locked_directory),
       cmocka_unit_test(manifest_round_trips_and_refuses_escaping_names),
       cmocka_unit_test(manifest_names_the_byte_and_the_version),
+      cmocka_unit_test(manifest_keeps_every_digit_up_to_2_53),
       cmocka_unit_test(run_state_keeps_broker_id_and_restored_from),
       cmocka_unit_test(leftovers_of_a_stopped_restore_are_settled),
       cmocka_unit_test(links_and_fifos_in_a_point_are_refused_without_waiting),

@@ -16,10 +16,10 @@
 
 #define FELIX_MAX_REPLICAS 7
 /* The largest generation: 2^53 - 1, the largest integer every JSON reader on
- * the way (the broker's, felixctl's, a script's) keeps exactly. A generation
- * the control plane reads must be below it, so that the next one fits
- * (helper-30: a copy at 2^53 - 1 was adopted and its shard could never be
- * led again, each next generation unreadable to the broker). */
+ * the way (the broker's, felixctl's, a script's) keeps exactly; the checked
+ * readers refuse more. A shard whose copies reached it has no next one
+ * (felix_next_generation): the control plane says so and issues nothing,
+ * never a generation the broker cannot read (helper-30, helper-31). */
 #define FELIX_GENERATION_MAX INT64_C(9007199254740991)
 
 typedef struct felix_place_broker {
@@ -105,7 +105,8 @@ int felix_choose_abandon(const felix_abandon_copy *c, size_t n, int64_t max_hwm,
                          const char *context, felix_abandon_verdict *out);
 
 /* The next generation: one above anything stored or seen. */
-/* max(stored, seen) + 1; both below FELIX_GENERATION_MAX (the readers' bound). */
+/* max(stored, seen) + 1, or 0 when that would pass FELIX_GENERATION_MAX:
+ * the shard's generations are spent. */
 int64_t felix_next_generation(int64_t stored, int64_t seen);
 
 /* The pin of the shard's current generation. */
