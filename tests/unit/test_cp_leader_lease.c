@@ -130,17 +130,24 @@ static void a_no_quorum_failover_the_store_refused_fires_again(void **state) {
   assert_string_not_equal(shard0(f).leader, ids[a]);
 }
 
+/* A leads, Active; its lease lapses (every other broker heartbeats) while
+ * the store refuses the shard's writes, so the failover is refused. */
+static int lapse_refused(fx *f, bool alive[3]) {
+  int a = active_orders(f, 5);
+  for (int i = 0; i < 3; i++) alive[i] = i != a;
+  store_exec(f, REFUSE);
+  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive);
+  assert_int_equal(shard0(f).generation, 1);
+  return a;
+}
+
 /* A trigger seen once (a lease lapse, noticed at the tick it lapses) whose
  * failover the store refused: the next tick evaluates again, in a quiet
  * cluster too; once, the shard stayed pinned to the dead leader (helper-29). */
 static void a_lease_lapse_failover_the_store_refused_is_tried_again(void **state) {
   fx *f = *state;
-  int a = active_orders(f, 5);
-  bool alive[3] = {true, true, true};
-  alive[a] = false;
-  store_exec(f, REFUSE);
-  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; the failover is refused */
-  assert_int_equal(shard0(f).generation, 1);
+  bool alive[3];
+  int a = lapse_refused(f, alive);
   store_exec(f, "DROP TRIGGER refuse");
   for (int k = 0; k < 3; k++) tick_alive(f, alive);
   if (shard0(f).generation == 1) fail_msg("still pinned to the dead leader %s once the store took writes", ids[a]);
@@ -151,12 +158,8 @@ static void a_lease_lapse_failover_the_store_refused_is_tried_again(void **state
  * tries again; the flag was once cleared before the listing (helper-30). */
 static void a_retry_whose_shard_listing_failed_is_tried_again(void **state) {
   fx *f = *state;
-  int a = active_orders(f, 5);
-  bool alive[3] = {true, true, true};
-  alive[a] = false;
-  store_exec(f, REFUSE);
-  for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; the failover is refused */
-  assert_int_equal(shard0(f).generation, 1);
+  bool alive[3];
+  int a = lapse_refused(f, alive);
   store_exec(f, "ALTER TABLE shards RENAME TO shards_hidden");
   tick_alive(f, alive); /* the retry: the listing fails */
   store_exec(f, "ALTER TABLE shards_hidden RENAME TO shards");
@@ -194,16 +197,6 @@ static void stderr_back(int saved) {
   felix_log_set_level(FELIX_LOG_WARN); /* the fixture's */
 }
 
-static int count_in(const char *dir, const char *name, const char *needle) {
-  size_t len;
-  char *text = (char *)tu_read(dir, name, &len);
-  assert_non_null(text);
-  text[len] = '\0';
-  int n = 0;
-  for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
-  free(text);
-  return n;
-}
 
 /* A decision the store refused logs no event: the line "generation 2
  * issued" came before the write, so each tick's retry of a refused failover
@@ -221,14 +214,14 @@ static void a_refused_decision_logs_no_event(void **state) {
   for (int k = 0; k < 5000 / CP_TICK_MS + 5; k++) tick_alive(f, alive); /* A's lease lapses; each retry is refused */
   stderr_back(saved);
   assert_int_equal(shard0(f).generation, 1);
-  assert_int_equal(count_in(d, "refused.log", "generation 2 issued"), 0);
-  assert_true(count_in(d, "refused.log", "cannot issue generation") > 0); /* the refusal itself is told */
+  assert_int_equal(tu_count_in(d, "refused.log", "generation 2 issued"), 0);
+  assert_true(tu_count_in(d, "refused.log", "cannot issue generation") > 0); /* the refusal itself is told */
   store_exec(f, "DROP TRIGGER refuse_event");
   saved = stderr_to(d, "taken.log");
   for (int k = 0; k < 3; k++) tick_alive(f, alive);
   stderr_back(saved);
   assert_int_equal(shard0(f).generation, 2);
-  assert_int_equal(count_in(d, "taken.log", "generation 2 issued"), 1);
+  assert_int_equal(tu_count_in(d, "taken.log", "generation 2 issued"), 1);
   tu_rmdir(d);
 }
 
@@ -249,7 +242,7 @@ static void a_shard_whose_generations_are_spent_is_told_so_and_nothing_aborts(vo
   stderr_back(saved);
   assert_int_equal(shard0(f).seen_generation, FELIX_GENERATION_MAX);
   assert_int_equal(shard0(f).generation, 1);
-  assert_true(count_in(d, "spent.log", "no generation is left for this shard") > 0);
+  assert_true(tu_count_in(d, "spent.log", "no generation is left for this shard") > 0);
   assert_int_equal(felix_next_generation(FELIX_GENERATION_MAX - 1, 0), FELIX_GENERATION_MAX);
   assert_int_equal(felix_next_generation(1, FELIX_GENERATION_MAX), 0);
   tu_rmdir(d);

@@ -42,16 +42,7 @@ static int release(void **s) {
   return 0;
 }
 
-static int said(const char *needle) {
-  size_t len;
-  char *text = (char *)tu_read(dir, "err.log", &len);
-  assert_non_null(text);
-  text[len] = '\0';
-  int n = 0;
-  for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
-  free(text);
-  return n;
-}
+static int said(const char *needle) { return tu_count_in(dir, "err.log", needle); }
 
 static const char LOOP_STUCK_LINE[] = "the broker's loop has not run";
 static const char SYNC_STUCK_LINE[] = "a sync of the log has not returned";

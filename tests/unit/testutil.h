@@ -95,4 +95,16 @@ static inline unsigned char *tu_read(const char *dir, const char *name, size_t *
   return buf;
 }
 
+/* How many times needle occurs in dir/name. */
+static inline int tu_count_in(const char *dir, const char *name, const char *needle) {
+  size_t len;
+  char *text = (char *)tu_read(dir, name, &len);
+  assert_non_null(text);
+  text[len] = '\0';
+  int n = 0;
+  for (const char *at = text; (at = strstr(at, needle)) != NULL; at += strlen(needle)) n++;
+  free(text);
+  return n;
+}
+
 #endif
